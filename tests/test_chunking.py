@@ -1,0 +1,59 @@
+from wikirag.chunking import chunk_text, heading_record, lightrag_chunking_func
+from wikirag.tokens import lightrag_tokenizer
+
+TOK = lightrag_tokenizer()
+
+
+def test_a_short_note_is_one_chunk_with_its_whole_text():
+    text = "Intro line.\n\n# Section\n\nBody text here."
+    chunks = chunk_text(text, TOK, 600, 60)
+    assert len(chunks) == 1
+    assert chunks[0].content == text
+    assert (chunks[0].start_line, chunks[0].end_line) == (1, 5)
+
+
+def test_chunks_respect_the_size_and_carry_their_heading_path():
+    paragraph = "word " * 150
+    text = f"# Top\n\n{paragraph}\n\n## Sub\n\n{paragraph}\n\n### Deeper\n\n{paragraph}"
+    chunks = chunk_text(text, TOK, 200, 20)
+    assert all(c.tokens <= 200 for c in chunks)
+    assert [c.headings for c in chunks] == [["Top"], ["Top", "Sub"], ["Top", "Sub", "Deeper"]]
+    assert [c.order for c in chunks] == [0, 1, 2]
+
+
+def test_an_oversized_paragraph_is_windowed_with_overlap():
+    text = " ".join(f"w{i}" for i in range(3000))
+    chunks = chunk_text(text, TOK, 500, 50)
+    assert len(chunks) > 1
+    assert all(c.tokens <= 500 for c in chunks)
+    # consecutive windows share their overlap: chunk 1 starts inside chunk 0's last 50 tokens
+    first_word_of_next = chunks[1].content.split()[0]
+    tail = TOK.decode(TOK.encode(chunks[0].content)[-50:])
+    assert first_word_of_next in tail.split()
+    assert first_word_of_next != chunks[0].content.split()[-1]
+
+
+def test_headings_inside_code_fences_do_not_split():
+    text = "# Real\n\n```\n# not a heading\n\nstill code\n```\n\nafter"
+    chunks = chunk_text(text, TOK, 600, 60)
+    assert [c.headings for c in chunks] == [["Real"]]
+
+
+def test_empty_text_gives_no_chunks():
+    assert chunk_text("", TOK) == []
+    assert chunk_text("\n\n  \n", TOK) == []
+
+
+def test_heading_record_puts_the_title_first():
+    assert heading_record("Alan Turing", ["Life", "Early"]) == {
+        "level": 2, "heading": "Early", "parent_headings": ["Alan Turing", "Life"]}
+    assert heading_record("", []) is None
+
+
+def test_lightrag_chunking_func_matches_chunk_text():
+    text = "# A\n\n" + "alpha beta " * 400
+    func = lightrag_chunking_func()
+    produced = func(TOK, text, None, False, 60, 600)
+    expected = chunk_text(text, TOK, 600, 60)
+    assert [p["content"] for p in produced] == [c.content for c in expected]
+    assert [p["tokens"] for p in produced] == [c.tokens for c in expected]

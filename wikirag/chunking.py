@@ -1,0 +1,151 @@
+"""Heading-aware token chunking, shared by injection, LLM extraction and the cost model.
+
+A note is cut into blocks (paragraphs, fenced code kept whole) that remember the heading path they sit
+under; blocks are packed greedily into chunks of at most `size` tokens, and a block larger than `size`
+alone is split into token windows with `overlap` tokens of overlap (as LightRAG's own token chunker
+does). Packing across headings keeps short notes in one chunk, which is what makes them cheap to
+extract. The same function is handed to LightRAG as its `chunking_func`, so the chunks the cost model
+counts are exactly the chunks LightRAG extracts.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+@dataclass
+class Chunk:
+    content: str
+    tokens: int
+    order: int
+    headings: list[str] = field(default_factory=list)  # heading path of the chunk's first block
+    start_line: int = 1  # 1-based lines of `text` the chunk covers
+    end_line: int = 1
+
+
+@dataclass
+class _Block:
+    lines: list[str]
+    start: int  # 1-based
+    headings: list[str]
+
+
+def _blocks(text: str) -> list[_Block]:
+    """Split text into paragraph blocks; headings start their own block; fences stay whole."""
+    blocks: list[_Block] = []
+    path: list[tuple[int, str]] = []
+    current: list[str] = []
+    start = 1
+    fence: str | None = None
+
+    def flush(next_start: int) -> None:
+        nonlocal current, start
+        if any(line.strip() for line in current):
+            blocks.append(_Block(current, start, [h for _, h in path]))
+        current, start = [], next_start
+
+    for number, line in enumerate(text.split("\n"), start=1):
+        if fence is not None:
+            current.append(line)
+            if line.strip().startswith(fence) and set(line.strip()) == {fence[0]}:
+                fence = None
+            continue
+        opening = _FENCE.match(line)
+        if opening:
+            fence = opening.group(1)
+            current.append(line)
+            continue
+        heading = _HEADING.match(line)
+        if heading:
+            flush(number)
+            level = len(heading.group(1))
+            path[:] = [(lv, h) for lv, h in path if lv < level] + [(level, heading.group(2).strip())]
+            current, start = [line], number
+            continue
+        if not line.strip():
+            current.append(line)
+            flush(number + 1)
+            continue
+        if not current:
+            start = number
+        current.append(line)
+    flush(0)
+    return blocks
+
+
+def chunk_text(text: str, tokenizer: Any, size: int = 600, overlap: int = 60) -> list[Chunk]:
+    """Cut `text` into chunks of at most `size` tokens; `tokenizer` has encode() and decode()."""
+    encode = tokenizer.encode
+    if size <= 0 or overlap < 0 or overlap >= size:
+        raise ValueError("chunk size must be positive and overlap smaller than it")
+    chunks: list[Chunk] = []
+    pending: list[_Block] = []
+    pending_tokens = 0
+
+    def emit(content: str, tokens: int, headings: list[str], start: int, end: int) -> None:
+        chunks.append(Chunk(content, tokens, len(chunks), headings, start, end))
+
+    def flush_pending() -> None:
+        nonlocal pending, pending_tokens
+        if pending:
+            content = "\n".join(line for b in pending for line in b.lines).strip("\n")
+            last = pending[-1]
+            emit(content, len(encode(content)), pending[0].headings, pending[0].start,
+                 last.start + len(last.lines) - 1)
+        pending, pending_tokens = [], 0
+
+    for block in _blocks(text):
+        body = "\n".join(block.lines).strip("\n")
+        tokens = len(encode(body))
+        if tokens > size:
+            flush_pending()
+            ids = encode(body)
+            step = size - overlap
+            end_line = block.start + len(block.lines) - 1
+            for begin in range(0, len(ids), step):
+                window = ids[begin : begin + size]
+                emit(tokenizer.decode(window).strip(), len(window), block.headings, block.start, end_line)
+                if begin + size >= len(ids):
+                    break
+            continue
+        # +1 for the newline joining blocks
+        if pending and pending_tokens + tokens + 1 > size:
+            flush_pending()
+        pending.append(block)
+        pending_tokens += tokens + (1 if len(pending) > 1 else 0)
+    flush_pending()
+    return chunks
+
+
+
+
+def heading_record(title: str, headings: list[str]) -> dict[str, Any] | None:
+    """LightRAG's chunk `heading` field: the note title, then the section path."""
+    path = [title, *headings] if title else list(headings)
+    if not path:
+        return None
+    return {"level": len(headings), "heading": path[-1], "parent_headings": path[:-1]}
+
+
+def lightrag_chunking_func(title_for_content=None):
+    """A LightRAG `chunking_func` that cuts exactly like `chunk_text` (sizes come from LightRAG's
+    chunk_token_size / chunk_overlap_token_size, which the engine sets from wikirag's config)."""
+
+    def chunking(tokenizer, content, split_by_character, split_by_character_only, overlap, size):
+        title = title_for_content(content) if title_for_content else ""
+        return [
+            {
+                "content": c.content,
+                "tokens": c.tokens,
+                "chunk_order_index": c.order,
+                **({"heading": h} if (h := heading_record(title, c.headings)) else {}),
+            }
+            for c in chunk_text(content, tokenizer, size, overlap)
+        ]
+
+    return chunking
