@@ -1,0 +1,227 @@
+"""The index pipeline end to end on real LightRAG file stores (fast hashed embeddings)."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.storekit import HashEmbedding, copy_vault, snapshot
+from wikirag import inject
+from wikirag.config import load_config
+from wikirag.errors import StoreLocked, StoreMismatch
+from wikirag.inject import plain_text
+from wikirag.pipeline import StoreLock, run_index
+from wikirag.vault import Vault
+
+SAMPLE = Path(__file__).resolve().parent.parent / "sample_vault"
+
+
+def index(vault: Path, store: Path, **kwargs):
+    config = load_config(vault, store=store)
+    return config, run_index(config, embedding_func=HashEmbedding().func(), **kwargs)
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    return copy_vault(SAMPLE, tmp_path / "vault")
+
+
+def test_every_resolved_link_becomes_an_edge_with_its_sentence(vault, tmp_path):
+    config, report = index(vault, tmp_path / "store")
+    snap = snapshot(config)
+    loaded = Vault.load(vault)
+    names = inject.note_entity_names(loaded.notes)
+    checked = 0
+    for path in loaded.notes:
+        for link, resolution in loaded.outgoing(path):
+            if not resolution.path or resolution.path == path or resolution.is_attachment:
+                continue
+            key = tuple(sorted((names[path], names[resolution.path])))
+            assert key in snap["edges"], f"{path}: {link.raw} has no edge"
+            edge = snap["edges"][key]
+            assert path in edge["file_path"]
+            context = plain_text(link.context)
+            if link.context and len(context.split()) > len(plain_text(link.raw).split()) + 1:
+                assert context in edge["description"], (link.raw, edge["description"])
+            checked += 1
+    assert checked > 100
+    assert report.notes_total == len(loaded.notes)
+    assert report.relations == len(snap["edges"])
+    assert report.chunks == len(snap["chunks"]) == len(snap["vdb_chunks"])
+    assert set(snap["vdb_chunks"]) == set(snap["chunks"])
+    assert len(snap["vdb_entities"]) == len(snap["nodes"])
+    assert len(snap["vdb_relationships"]) == len(snap["edges"])
+
+
+def test_records_carry_their_notes_and_chunks(vault, tmp_path):
+    config, _ = index(vault, tmp_path / "store")
+    snap = snapshot(config)
+    bombe = snap["nodes"]["Bombe"]
+    assert bombe["type"] == "machine"
+    assert "projects/Bombe.md" in bombe["file_path"]
+    assert all(c in snap["chunks"] for c in bombe["source_id"])
+    # an unresolved link is a first-class node of its own type
+    assert snap["nodes"]["Purple cipher"]["type"] == "unresolved"
+    # notes named by their frontmatter title; same-name notes stay two entities
+    assert {"The Enigma machine", "Enigma (cipher principle)"} <= set(snap["nodes"])
+    # titles equal but for case (concepts/Frequency analysis, daily/frequency Analysis) are qualified
+    assert {"Frequency analysis (concepts)", "frequency Analysis (daily)"} <= set(snap["nodes"])
+    # chunk texts are the notes' own text, with the vault-relative path (not a basename)
+    for content, path in snap["chunks"].values():
+        assert "/" in path or path.endswith(".md")
+        assert content.strip()
+
+
+def test_unchanged_vault_reindexes_nothing(vault, tmp_path):
+    config, first = index(vault, tmp_path / "store")
+    embedder = HashEmbedding()
+    second = run_index(config, embedding_func=embedder.func())
+    assert second.notes_unchanged == first.notes_total
+    assert second.notes_indexed == 0
+    assert embedder.texts == 0
+    assert second.entities == first.entities and second.relations == first.relations
+
+
+def _edit_vault(vault: Path) -> None:
+    """Edits of every kind: change, delete, rename, new note resolving old links, duplicate title."""
+    turing = vault / "people" / "Alan Turing.md"
+    turing.write_text(turing.read_text().replace("Bletchley", "Bletchley Park, Buckinghamshire,"))
+    (vault / "projects" / "Venona.md").unlink()
+    (vault / "people" / "Tommy Flowers.md").rename(vault / "people" / "Thomas Flowers.md")
+    (vault / "concepts" / "Purple cipher.md").write_text(
+        "---\ntype: cipher\n---\nPurple was the Japanese diplomatic cipher machine broken by "
+        "[[William Friedman]]'s team in 1940.\n"
+    )
+    (vault / "people" / "Bombe.md").write_text("A person nicknamed Bombe, linked to [[Alan Turing]].\n")
+    shutil.rmtree(vault / "summaries")
+
+
+def test_incremental_index_equals_a_fresh_index(vault, tmp_path):
+    config, _ = index(vault, tmp_path / "store")
+    _edit_vault(vault)
+    _, report = index(vault, tmp_path / "store")
+    assert report.notes_deleted >= 4 and report.notes_new == 3
+    assert report.notes_changed > 0  # notes whose [[Purple cipher]] now resolves, and the renamed target
+    fresh_config, _ = index(vault, tmp_path / "fresh")
+    assert snapshot(config) == snapshot(fresh_config)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_edit_sequences_keep_the_fresh_index_invariant(tmp_path, seed):
+    rng = random.Random(seed)
+    vault = tmp_path / "vault"
+    (vault / "a").mkdir(parents=True)
+    names = [f"N{i}" for i in range(12)]
+
+    def write(name: str) -> None:
+        links = " and ".join(f"[[{rng.choice(names + ['Ghost', 'a/N1'])}]]" for _ in range(rng.randint(0, 4)))
+        folder = vault / ("a" if rng.random() < 0.3 else "")
+        (folder / f"{name}.md").write_text(f"# {name}\n\n{name} relates to {links}.\n\nMore text {rng.random()}.\n")
+
+    for name in names[:8]:
+        write(name)
+    config, _ = index(vault, tmp_path / "store")
+    for _round in range(3):
+        for _ in range(4):
+            notes = sorted(vault.rglob("*.md"))
+            action = rng.choice(["edit", "delete", "add", "rename"])
+            if action == "edit" and notes:
+                target = rng.choice(notes)
+                target.write_text(target.read_text() + f"\nEdited, see [[{rng.choice(names)}]].\n")
+            elif action == "delete" and notes:
+                rng.choice(notes).unlink()
+            elif action == "add":
+                write(rng.choice(names))
+            elif action == "rename" and notes:
+                source = rng.choice(notes)
+                source.rename(source.with_name(f"{rng.choice(names)}-r.md"))
+        index(vault, tmp_path / "store")
+        fresh_config, _ = index(vault, tmp_path / f"fresh{_round}")
+        assert snapshot(config) == snapshot(fresh_config)
+
+
+def test_a_run_interrupted_mid_write_is_completed_by_the_next(vault, tmp_path, monkeypatch):
+    config, _ = index(vault, tmp_path / "store")
+    _edit_vault(vault)
+
+    calls = {"n": 0}
+    original = inject.StoreWriter.upsert_relations
+
+    async def crash(self, records):
+        calls["n"] += 1
+        await original(self, records[: len(records) // 2])  # half written, then the process "dies"
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(inject.StoreWriter, "upsert_relations", crash)
+    with pytest.raises(KeyboardInterrupt):
+        index(vault, tmp_path / "store")
+    assert calls["n"] == 1
+    monkeypatch.setattr(inject.StoreWriter, "upsert_relations", original)
+    assert snapshot(config)["pending"]["entities"], "the promise must be on disk before the writes"
+
+    _, report = index(vault, tmp_path / "store")
+    assert report.recovered_pending
+    fresh_config, _ = index(vault, tmp_path / "fresh")
+    assert snapshot(config) == snapshot(fresh_config)
+
+
+def test_a_second_writer_gets_a_clear_message(vault, tmp_path):
+    config = load_config(vault, store=tmp_path / "store")
+    with StoreLock(config), pytest.raises(StoreLocked, match="another wikirag process"):
+        run_index(config, embedding_func=HashEmbedding().func())
+
+
+def test_a_store_refuses_another_embedding_model(vault, tmp_path, monkeypatch):
+    index(vault, tmp_path / "store")
+    monkeypatch.setenv("WIKIRAG_EMBEDDING", "openai:text-embedding-3-small")
+    monkeypatch.setenv("WIKIRAG_EMBEDDING_DIM", "1536")
+    with pytest.raises(StoreMismatch, match="--rebuild"):
+        index(vault, tmp_path / "store")
+
+
+def test_dry_run_writes_nothing(vault, tmp_path):
+    config, report = index(vault, tmp_path / "store", dry_run=True)
+    assert report.notes_new == report.notes_total > 0
+    assert not config.workspace_dir.exists()
+
+
+def test_two_vaults_in_one_store_stay_apart(tmp_path):
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    (one / "Alpha.md").write_text("Alpha links [[Beta]].\n")
+    (two / "Gamma.md").write_text("Gamma links [[Delta]].\n")
+    c1, _ = index(one, tmp_path / "shared")
+    c2, _ = index(two, tmp_path / "shared")
+    assert c1.workspace != c2.workspace
+    assert set(snapshot(c1)["nodes"]) == {"Alpha", "Beta"}
+    assert set(snapshot(c2)["nodes"]) == {"Gamma", "Delta"}
+
+
+def test_the_store_is_a_plain_lightrag_working_dir(vault, tmp_path):
+    config, _ = index(vault, tmp_path / "store")
+    from lightrag import LightRAG, QueryParam
+
+    from wikirag.tokens import lightrag_tokenizer
+
+    async def no_llm(*args, **kwargs):
+        raise AssertionError("naive context queries must not call the LLM")
+
+    async def run() -> str:
+        rag = LightRAG(working_dir=str(config.store), workspace=config.workspace,
+                       embedding_func=HashEmbedding().func(), llm_model_func=no_llm,
+                       tokenizer=lightrag_tokenizer())
+        await rag.initialize_storages()
+        try:
+            return await rag.aquery("Who designed the Bombe?",
+                                    QueryParam(mode="naive", only_need_context=True, enable_rerank=False))
+        finally:
+            await rag.finalize_storages()
+
+    context = asyncio.run(run())
+    assert "Bombe" in context
+    assert "projects/Bombe.md" in context

@@ -1,0 +1,184 @@
+"""One configuration object, read from defaults < `wikirag.toml` < `WIKIRAG_*` env vars < CLI flags.
+
+Every key is documented in docs/configuration.md. The toml file lives in the vault root (or is given with
+`--config`); keys are flat within their section, e.g.
+
+    [index]
+    chunk_token_size = 600
+    [embedding]
+    model = "local:all-MiniLM-L6-v2-onnx-int8"
+
+Env vars name the section and key: `WIKIRAG_INDEX_CHUNK_TOKEN_SIZE=400`, plus the short forms
+`WIKIRAG_STORE`, `WIKIRAG_LLM`, `WIKIRAG_LLM_BASE_URL`, `WIKIRAG_EMBEDDING`. Secrets never live here:
+API keys are read by the provider SDKs from their usual variables (OPENAI_API_KEY, ...).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+CONFIG_FILENAME = "wikirag.toml"
+STORE_DIRNAME = ".wikirag"
+
+
+@dataclass
+class IndexSettings:
+    # Chunks are cut at headings and paragraphs, at most this many tokens (tiktoken, `encoding`).
+    chunk_token_size: int = 600
+    chunk_overlap_token_size: int = 60
+    encoding: str = "o200k_base"
+    # Default entity type for a note with no frontmatter `type` and no folder.
+    default_note_type: str = "note"
+    # Notes per storage flush: LightRAG's file stores rewrite whole files on every flush.
+    batch_size: int = 500
+
+
+@dataclass
+class EmbeddingSettings:
+    # "local:<name>" (offline MiniLM), "openai:<model>", "ollama:<model>"
+    model: str = "local:all-MiniLM-L6-v2-onnx-int8"
+    dim: int = 384
+    base_url: str | None = None
+
+
+@dataclass
+class LLMSettings:
+    # "provider:model", e.g. "openai:gpt-4o-mini", "ollama:qwen2.5:7b", "anthropic:claude-3-5-haiku-latest";
+    # empty means no LLM: every note is injected from its links and frontmatter.
+    model: str = ""
+    base_url: str | None = None
+    concurrency: int = 4
+    timeout_s: float = 120.0
+    max_retries: int = 4
+
+
+@dataclass
+class WikiragConfig:
+    vault: Path
+    store: Path
+    workspace: str
+    exclude: list[str] = field(default_factory=list)
+    index: IndexSettings = field(default_factory=IndexSettings)
+    embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
+    llm: LLMSettings = field(default_factory=LLMSettings)
+
+    @property
+    def workspace_dir(self) -> Path:
+        return self.store / self.workspace
+
+
+_SECTIONS = {"index": IndexSettings, "embedding": EmbeddingSettings, "llm": LLMSettings}
+_SHORT_ENV = {
+    "WIKIRAG_LLM": ("llm", "model"),
+    "WIKIRAG_LLM_BASE_URL": ("llm", "base_url"),
+    "WIKIRAG_EMBEDDING": ("embedding", "model"),
+}
+
+
+def workspace_name(vault: Path) -> str:
+    """A LightRAG workspace name for a vault: its folder name, made safe as one path component."""
+    name = re.sub(r"[^\w.-]+", "_", vault.resolve().name, flags=re.UNICODE).strip("._") or "vault"
+    return name
+
+
+def _coerce(value: Any, current: Any, key: str) -> Any:
+    """Turn env/flag strings into the type of the default they replace."""
+    if not isinstance(value, str):
+        return value
+    if isinstance(current, bool):
+        return value.strip().lower() in {"1", "true", "yes", "on"}
+    try:
+        if isinstance(current, int):
+            return int(value)
+        if isinstance(current, float):
+            return float(value)
+    except ValueError:
+        raise ConfigError(f"{key}: expected a number, got {value!r}") from None
+    return value
+
+
+def _apply(section_obj: Any, values: dict[str, Any], origin: str, section: str) -> Any:
+    known = {f.name for f in fields(section_obj)}
+    changes = {}
+    for key, value in values.items():
+        if key not in known:
+            raise ConfigError(f"{origin}: unknown key [{section}] {key}")
+        changes[key] = _coerce(value, getattr(section_obj, key), f"{origin} [{section}] {key}")
+    return replace(section_obj, **changes)
+
+
+def load_config(
+    vault: Path,
+    *,
+    store: Path | None = None,
+    config_file: Path | None = None,
+    exclude: list[str] | None = None,
+    overrides: dict[str, dict[str, Any]] | None = None,
+    environ: dict[str, str] | None = None,
+) -> WikiragConfig:
+    """Build the config for `vault`. `overrides` are CLI flags as {section: {key: value}}; None values
+    mean "flag not given"."""
+    env = os.environ if environ is None else environ
+    vault = Path(vault)
+    file_values: dict[str, Any] = {}
+    path = config_file or (vault / CONFIG_FILENAME)
+    if config_file is not None and not config_file.exists():
+        raise ConfigError(f"{config_file}: config file not found")
+    if path.exists():
+        try:
+            file_values = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{path}: {exc}") from None
+
+    sections = {name: cls() for name, cls in _SECTIONS.items()}
+    top = {k: v for k, v in file_values.items() if not isinstance(v, dict)}
+    for name, values in file_values.items():
+        if isinstance(values, dict):
+            if name not in sections:
+                if name in {"route", "storage", "cost"}:  # read by their own modules
+                    continue
+                raise ConfigError(f"{path}: unknown section [{name}]")
+            sections[name] = _apply(sections[name], values, str(path), name)
+
+    # Env: WIKIRAG_<SECTION>_<KEY>, and the documented short forms.
+    for name, obj in sections.items():
+        env_values = {}
+        for f in fields(obj):
+            var = f"WIKIRAG_{name}_{f.name}".upper()
+            if var in env:
+                env_values[f.name] = env[var]
+        sections[name] = _apply(obj, env_values, "environment", name)
+    for var, (section, key) in _SHORT_ENV.items():
+        if env.get(var):
+            sections[section] = _apply(sections[section], {key: env[var]}, "environment", section)
+
+    for name, values in (overrides or {}).items():
+        given = {k: v for k, v in values.items() if v is not None}
+        sections[name] = _apply(sections[name], given, "command line", name)
+
+    store_path = store or (Path(env["WIKIRAG_STORE"]) if env.get("WIKIRAG_STORE") else None)
+    if store_path is None and top.get("store"):
+        store_path = (vault / str(top["store"])).resolve()
+    store_path = Path(store_path) if store_path else vault / STORE_DIRNAME
+    excludes = list(top.get("exclude", [])) + list(exclude or [])
+    return WikiragConfig(
+        vault=vault,
+        store=store_path,
+        workspace=str(top.get("workspace") or env.get("WIKIRAG_WORKSPACE") or workspace_name(vault)),
+        exclude=excludes,
+        index=sections["index"],
+        embedding=sections["embedding"],
+        llm=sections["llm"],
+    )

@@ -1,0 +1,101 @@
+"""LightRAG construction and teardown: the one place that builds a `LightRAG` instance.
+
+Traps handled here (checked against lightrag-hku 1.5.7):
+- LightRAG's modules call `load_dotenv(".env")` at import: we import them from a neutral folder so a
+  `.env` lying in the user's current folder is not silently read into our process.
+- An `ENTITY_TYPES` env var makes the constructor refuse to start: we say so in one line.
+- The default tokenizer downloads o200k_base: we pass an offline one (tokens.py).
+- The SDK ignores `LIGHTRAG_*_STORAGE` env vars: storages are passed explicitly.
+- An `llm_model_func` is mandatory even when no LLM will be called: without a configured LLM we pass a
+  function that refuses, so an unexpected LLM call fails loudly instead of hanging on a network call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import tempfile
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from .chunking import lightrag_chunking_func
+from .config import WikiragConfig
+from .embeddings import EmbeddingCounter, EmbeddingSpec, make_embedding_func
+from .errors import ConfigError, LLMNotConfigured
+from .tokens import lightrag_tokenizer
+
+FILE_STORAGES = {
+    "kv_storage": "JsonKVStorage",
+    "vector_storage": "NanoVectorDBStorage",
+    "graph_storage": "NetworkXStorage",
+    "doc_status_storage": "JsonDocStatusStorage",
+}
+
+
+def import_lightrag():
+    """Import LightRAG without letting it read a stray `.env` from the current folder."""
+    import sys
+
+    if "lightrag" not in sys.modules:
+        here = os.getcwd()
+        with tempfile.TemporaryDirectory() as neutral:
+            os.chdir(neutral)
+            try:
+                import lightrag  # noqa: F401
+                import lightrag.base  # noqa: F401  (the module that loads .env)
+            finally:
+                os.chdir(here)
+    # LightRAG logs every storage step at INFO; wikirag reports its own summary.
+    logging.getLogger("lightrag").setLevel(logging.WARNING)
+    import lightrag
+
+    return lightrag
+
+
+def embedding_spec(config: WikiragConfig) -> EmbeddingSpec:
+    provider, _, model = config.embedding.model.partition(":")
+    if not model:
+        raise ConfigError(f"embedding model {config.embedding.model!r}: write it as provider:model")
+    return EmbeddingSpec(provider=provider, model=model, dim=config.embedding.dim)
+
+
+async def _no_llm(prompt: str, *args: Any, **kwargs: Any) -> str:
+    raise LLMNotConfigured("this step needs an LLM and none is configured (set WIKIRAG_LLM)")
+
+
+@contextlib.asynccontextmanager
+async def open_engine(
+    config: WikiragConfig,
+    *,
+    llm_func: Callable[..., Any] | None = None,
+    embedding_counter: EmbeddingCounter | None = None,
+    embedding_func: Any = None,
+    storages: dict[str, str] | None = None,
+) -> AsyncIterator[Any]:
+    """An initialised LightRAG for the config's store and workspace; storages finalised on exit."""
+    if os.environ.get("ENTITY_TYPES") is not None:
+        raise ConfigError("the ENTITY_TYPES environment variable is set; LightRAG 1.5 refuses to start with it")
+    import_lightrag()
+    from lightrag import LightRAG
+
+    counter = embedding_counter or EmbeddingCounter()
+    config.workspace_dir.mkdir(parents=True, exist_ok=True)
+    rag = LightRAG(
+        working_dir=str(config.store),
+        workspace=config.workspace,
+        embedding_func=embedding_func or make_embedding_func(embedding_spec(config), counter,
+                                                            config.embedding.base_url),
+        llm_model_func=llm_func or _no_llm,
+        tokenizer=lightrag_tokenizer(config.index.encoding),
+        chunk_token_size=config.index.chunk_token_size,
+        chunk_overlap_token_size=config.index.chunk_overlap_token_size,
+        chunking_func=lightrag_chunking_func(),
+        enable_content_headings=True,
+        **(storages or FILE_STORAGES),
+    )
+    await rag.initialize_storages()
+    try:
+        yield rag
+    finally:
+        await rag.finalize_storages()

@@ -1,0 +1,35 @@
+"""Named exceptions. The library raises them; `cli.py` turns each into a one-line message and exit 1."""
+
+from __future__ import annotations
+
+
+class WikiragError(Exception):
+    """Base class for every error wikirag raises on purpose."""
+
+
+class VaultNotFound(WikiragError):
+    """The vault folder does not exist or is not a folder."""
+
+
+class ConfigError(WikiragError):
+    """A configuration value or file is invalid."""
+
+
+class StoreLocked(WikiragError):
+    """Another wikirag process holds the index store's lock."""
+
+
+class StoreMismatch(WikiragError):
+    """The index store was built for another vault, model or format version."""
+
+
+class LLMNotConfigured(WikiragError):
+    """An operation needs an LLM and none is configured."""
+
+
+class StoreNotFound(WikiragError):
+    """No index store exists where one was expected."""
+
+
+class QueryFailed(WikiragError):
+    """A query could not be answered (bad mode, empty question, LLM failure)."""

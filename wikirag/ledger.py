@@ -1,0 +1,137 @@
+"""wikirag's own record of what each note contributed to the LightRAG store.
+
+LightRAG cannot tell which records came from which note when they were written directly (and its
+`adelete_by_doc_id` knows nothing of them), so the ledger keeps, per note: the content digest, a
+signature of everything the note's records depend on, its route and status, its chunk ids and its
+entity/relation fragments. Every entity and relation in the store is re-derivable from the ledger.
+
+Crash safety is write-ahead: before touching LightRAG, the new ledger is saved with `pending` naming
+every chunk, entity and relation the run will rewrite; after the stores are flushed, `pending` is
+cleared. A run that finds `pending` set (a crash, a kill -9, Ctrl-C) redoes those writes first. The file
+is replaced atomically (write to a temp file, fsync, rename), so it is always one whole version.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .inject import ChunkRecord, EntityFragment, NoteContribution, RelationFragment
+
+LEDGER_FILENAME = "wikirag_ledger.json"
+LEDGER_VERSION = 1
+
+
+@dataclass
+class NoteEntry:
+    digest: str
+    signature: str
+    route: str = "inject"
+    status: str = "indexed"  # indexed | pending_extraction | failed
+    doc_id: str = ""
+    entity: str = ""
+    title: str = ""
+    aliases: list[str] = field(default_factory=list)  # read by query's keyword matching
+    tags: list[str] = field(default_factory=list)
+    chunk_ids: list[str] = field(default_factory=list)
+    entities: list[EntityFragment] = field(default_factory=list)
+    relations: list[RelationFragment] = field(default_factory=list)
+    error: str | None = None
+
+    @classmethod
+    def from_contribution(cls, digest: str, signature: str, c: NoteContribution, **extra: Any) -> NoteEntry:
+        return cls(digest, signature, doc_id=c.doc_id, entity=c.entity,
+                   chunk_ids=[ch.id for ch in c.chunks], entities=list(c.entities),
+                   relations=list(c.relations), **extra)
+
+
+@dataclass
+class Pending:
+    """Writes a run promised and may not have finished."""
+
+    chunk_notes: list[str] = field(default_factory=list)  # notes whose chunks must be (re)written
+    delete_chunks: list[str] = field(default_factory=list)
+    entities: list[str] = field(default_factory=list)  # names to re-derive (or delete if gone)
+    relations: list[list[str]] = field(default_factory=list)  # [src, tgt] keys to re-derive
+
+    def merge(self, other: Pending) -> None:
+        self.chunk_notes = sorted(set(self.chunk_notes) | set(other.chunk_notes))
+        self.delete_chunks = sorted(set(self.delete_chunks) | set(other.delete_chunks))
+        self.entities = sorted(set(self.entities) | set(other.entities))
+        self.relations = sorted({tuple(r) for r in self.relations} | {tuple(r) for r in other.relations})
+        self.relations = [list(r) for r in self.relations]
+
+    def empty(self) -> bool:
+        return not (self.chunk_notes or self.delete_chunks or self.entities or self.relations)
+
+
+@dataclass
+class Ledger:
+    meta: dict[str, Any] = field(default_factory=dict)  # embedding identity, chunking, vault
+    notes: dict[str, NoteEntry] = field(default_factory=dict)
+    pending: Pending = field(default_factory=Pending)
+
+    # --- persistence ---
+    @classmethod
+    def load(cls, workspace_dir: Path) -> Ledger:
+        path = workspace_dir / LEDGER_FILENAME
+        if not path.exists():
+            return cls()
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("version") != LEDGER_VERSION:
+            raise ValueError(f"{path}: ledger version {data.get('version')} is not {LEDGER_VERSION}")
+        notes = {p: _entry_from_dict(e) for p, e in data["notes"].items()}
+        return cls(meta=data.get("meta", {}), notes=notes, pending=Pending(**data.get("pending", {})))
+
+    def save(self, workspace_dir: Path) -> None:
+        workspace_dir.mkdir(parents=True, exist_ok=True)
+        data = {
+            "version": LEDGER_VERSION,
+            "meta": self.meta,
+            "pending": asdict(self.pending),
+            "notes": {p: asdict(e) for p, e in sorted(self.notes.items())},
+        }
+        atomic_write_text(workspace_dir / LEDGER_FILENAME, json.dumps(data, ensure_ascii=False))
+
+    # --- derived views ---
+    def entity_index(self) -> dict[str, list[EntityFragment]]:
+        index: dict[str, list[EntityFragment]] = {}
+        for entry in self.notes.values():
+            for fragment in entry.entities:
+                index.setdefault(fragment.name, []).append(fragment)
+        return index
+
+    def relation_index(self) -> dict[tuple[str, str], list[RelationFragment]]:
+        index: dict[tuple[str, str], list[RelationFragment]] = {}
+        for entry in self.notes.values():
+            for fragment in entry.relations:
+                index.setdefault(tuple(sorted((fragment.src, fragment.tgt))), []).append(fragment)
+        return index
+
+
+def _entry_from_dict(data: dict[str, Any]) -> NoteEntry:
+    data = dict(data)
+    data["entities"] = [EntityFragment(**f) for f in data.get("entities", [])]
+    data["relations"] = [RelationFragment(**f) for f in data.get("relations", [])]
+    return NoteEntry(**data)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write a file so that readers and crashes only ever see the old or the new whole content."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+__all__ = ["ChunkRecord", "Ledger", "NoteEntry", "Pending", "atomic_write_text", "LEDGER_FILENAME"]

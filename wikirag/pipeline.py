@@ -1,0 +1,355 @@
+"""The index pipeline: vault -> plan -> ledger (write-ahead) -> LightRAG storages -> ledger (done).
+
+`run_index(config)` is the sync entry point the CLI calls; `index_vault` is its async body. A run:
+1. scans and parses the vault and names every note's entity (inject.note_entity_names);
+2. computes each note's *signature*: a hash of its bytes, its entity name and what each of its links
+   resolves to. A note whose signature differs from the ledger's is re-derived; this is how a new note
+   named X turns other notes' unresolved [[X]] into real edges without touching their files;
+3. processes changed notes in batches: save the ledger with `pending` (what will be rewritten), write
+   chunks, re-derive every touched entity and relation from all notes' fragments, flush LightRAG's
+   stores, clear `pending`. A crash anywhere leaves `pending` for the next run to redo.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock, Timeout
+
+from .config import WikiragConfig
+from .embeddings import EmbeddingCounter
+from .engine import embedding_spec, open_engine
+from .errors import StoreLocked, StoreMismatch, VaultNotFound
+from .inject import (
+    NoteContribution,
+    StoreWriter,
+    attachment_name,
+    merge_entity,
+    merge_relation,
+    note_contribution,
+    note_entity_names,
+    unresolved_name,
+)
+from .ledger import Ledger, NoteEntry, Pending
+from .tokens import lightrag_tokenizer
+from .vault import Vault
+
+DERIVATION_VERSION = 1  # bump when note_contribution's output changes for the same input
+LOCK_FILENAME = "wikirag.lock"
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class IndexReport:
+    vault: str
+    store: str
+    workspace: str
+    dry_run: bool = False
+    notes_total: int = 0
+    notes_new: int = 0
+    notes_changed: int = 0  # includes notes whose links changed meaning
+    notes_unchanged: int = 0
+    notes_deleted: int = 0
+    notes_indexed: int = 0
+    notes_injected: int = 0
+    notes_failed: int = 0
+    notes_pending_extraction: int = 0
+    entities: int = 0
+    relations: int = 0
+    chunks: int = 0
+    chunks_written: int = 0
+    chunks_deleted: int = 0
+    entities_written: int = 0
+    entities_deleted: int = 0
+    relations_written: int = 0
+    relations_deleted: int = 0
+    embedding_calls: int = 0
+    embedding_texts: int = 0
+    llm_calls: int = 0
+    llm_input_tokens: int = 0
+    llm_output_tokens: int = 0
+    recovered_pending: bool = False
+    seconds: float = 0.0
+    issues: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Plan:
+    """What a run will do, computed from the vault and the ledger alone (no LightRAG)."""
+
+    vault: Vault
+    names: dict[str, str]
+    unresolved: dict[str, str]
+    signatures: dict[str, str]
+    new: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+
+    @property
+    def to_process(self) -> list[str]:
+        return sorted(self.new + self.changed)
+
+
+def _unresolved_names(vault: Vault, names: dict[str, str]) -> dict[str, str]:
+    """Canonical entity name per casefolded unresolved target: a note entity with that name if one
+    exists (the same thing, written before its note was), else the smallest spelling seen."""
+    by_casefold = {name.casefold(): name for name in names.values()}
+    spellings: dict[str, set[str]] = {}
+    for path in vault.notes:
+        for link, resolution in vault.outgoing(path):
+            if resolution.status == "unresolved":
+                name = unresolved_name(link)
+                if name:
+                    spellings.setdefault(name.casefold(), set()).add(name)
+    return {key: by_casefold.get(key, min(values)) for key, values in spellings.items()}
+
+
+def _signature(vault: Vault, path: str, names: dict[str, str], unresolved: dict[str, str],
+               config: WikiragConfig) -> str:
+    targets = []
+    for link, resolution in vault.outgoing(path):
+        if resolution.path and resolution.is_attachment:
+            targets.append("a:" + attachment_name(resolution.path))
+        elif resolution.path:
+            targets.append("n:" + names[resolution.path])
+        else:
+            targets.append("u:" + unresolved.get(unresolved_name(link).casefold(), ""))
+    payload = [
+        DERIVATION_VERSION,
+        vault.digests[path],
+        names[path],
+        config.index.chunk_token_size,
+        config.index.chunk_overlap_token_size,
+        config.index.encoding,
+        config.index.default_note_type,
+        targets,
+    ]
+    return hashlib.sha1(json.dumps(payload, ensure_ascii=False).encode()).hexdigest()
+
+
+def plan_index(config: WikiragConfig, ledger: Ledger, vault: Vault | None = None) -> Plan:
+    vault = vault or Vault.load(config.vault, exclude=config.exclude)
+    names = note_entity_names(vault.notes)
+    unresolved = _unresolved_names(vault, names)
+    signatures = {p: _signature(vault, p, names, unresolved, config) for p in vault.notes}
+    plan = Plan(vault, names, unresolved, signatures)
+    for path, signature in sorted(signatures.items()):
+        entry = ledger.notes.get(path)
+        if entry is None:
+            plan.new.append(path)
+        elif entry.signature != signature:
+            plan.changed.append(path)
+        else:
+            plan.unchanged.append(path)
+    plan.deleted = sorted(set(ledger.notes) - set(signatures))
+    return plan
+
+
+def _store_meta(config: WikiragConfig) -> dict[str, Any]:
+    return {"embedding": embedding_spec(config).identity, "workspace": config.workspace}
+
+
+def _check_store(ledger: Ledger, config: WikiragConfig) -> None:
+    recorded = ledger.meta.get("embedding")
+    current = embedding_spec(config).identity
+    if recorded and recorded != current:
+        raise StoreMismatch(
+            f"{config.workspace_dir}: built with embedding {recorded}, this run uses {current}; "
+            "run `wikirag index --rebuild` to re-embed, or use another --store"
+        )
+
+
+class StoreLock:
+    """One writer per store workspace: a second `index` (or `watch`) gets a clear message."""
+
+    def __init__(self, config: WikiragConfig) -> None:
+        config.workspace_dir.mkdir(parents=True, exist_ok=True)
+        self._path = config.workspace_dir / LOCK_FILENAME
+        self._lock = FileLock(str(self._path), timeout=0)
+
+    def __enter__(self) -> StoreLock:
+        try:
+            self._lock.acquire()
+        except Timeout:
+            raise StoreLocked(
+                f"{self._path.parent}: another wikirag process (index or watch) is writing this store"
+            ) from None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+
+def run_index(config: WikiragConfig, *, dry_run: bool = False, rebuild: bool = False,
+              progress: Progress | None = None, **engine_kwargs: Any) -> IndexReport:
+    """Index the vault into its store (sync wrapper for the CLI)."""
+    return asyncio.run(index_vault(config, dry_run=dry_run, rebuild=rebuild, progress=progress,
+                                   **engine_kwargs))
+
+
+async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: bool = False,
+                      progress: Progress | None = None, **engine_kwargs: Any) -> IndexReport:
+    started = time.perf_counter()
+    if not config.vault.is_dir():
+        raise VaultNotFound(f"{config.vault}: no such vault folder")
+    report = IndexReport(str(config.vault), str(config.store), config.workspace, dry_run=dry_run)
+    progress = progress or (lambda stage, done, total: None)
+
+    if dry_run:
+        ledger = Ledger.load(config.workspace_dir) if not rebuild else Ledger()
+        plan = plan_index(config, ledger)
+        _fill_plan_counts(report, plan, ledger)
+        report.seconds = round(time.perf_counter() - started, 3)
+        return report
+
+    with StoreLock(config):
+        if rebuild and config.workspace_dir.exists():
+            for child in config.workspace_dir.iterdir():
+                if child.name != LOCK_FILENAME:
+                    shutil.rmtree(child) if child.is_dir() else child.unlink()
+        ledger = Ledger.load(config.workspace_dir)
+        _check_store(ledger, config)
+        progress("scan", 0, 1)
+        plan = plan_index(config, ledger)
+        progress("scan", 1, 1)
+        _fill_plan_counts(report, plan, ledger)
+        report.recovered_pending = not ledger.pending.empty()
+        if not plan.to_process and not plan.deleted and ledger.pending.empty():
+            _fill_totals(report, ledger)
+            report.seconds = round(time.perf_counter() - started, 3)
+            return report
+
+        ledger.meta = _store_meta(config)
+        counter = EmbeddingCounter()
+        tokenizer = lightrag_tokenizer(config.index.encoding)
+        async with open_engine(config, embedding_counter=counter, **engine_kwargs) as rag:
+            writer = StoreWriter(rag)
+            # Finish what a crashed run promised before anything new.
+            if not ledger.pending.empty():
+                await _apply(writer, ledger, ledger.pending, plan, tokenizer, config, report)
+            for path in plan.deleted:
+                old = ledger.notes.pop(path)
+                pending = _pending_for(old, None)
+                ledger.pending.merge(pending)
+            if plan.deleted:
+                ledger.save(config.workspace_dir)
+                await _apply(writer, ledger, ledger.pending, plan, tokenizer, config, report)
+            batch_size = max(1, config.index.batch_size)
+            todo = plan.to_process
+            for start in range(0, len(todo), batch_size):
+                batch = todo[start : start + batch_size]
+                pending = Pending()
+                for path in batch:
+                    contribution = _contribution(plan, path, tokenizer, config)
+                    old = ledger.notes.get(path)
+                    pending.merge(_pending_for(old, contribution))
+                    note = plan.vault.notes[path]
+                    ledger.notes[path] = NoteEntry.from_contribution(
+                        plan.vault.digests[path], plan.signatures[path], contribution,
+                        title=note.title, aliases=list(note.aliases), tags=list(note.tags),
+                    )
+                ledger.pending.merge(pending)
+                ledger.save(config.workspace_dir)  # write-ahead: the promise comes first
+                await _apply(writer, ledger, ledger.pending, plan, tokenizer, config, report)
+                progress("index", min(start + batch_size, len(todo)), len(todo))
+        report.embedding_calls = counter.calls
+        report.embedding_texts = counter.texts
+        report.notes_indexed = len(todo)
+        report.notes_injected = len(todo)
+        _fill_totals(report, ledger)
+    report.seconds = round(time.perf_counter() - started, 3)
+    return report
+
+
+def _contribution(plan: Plan, path: str, tokenizer: Any, config: WikiragConfig) -> NoteContribution:
+    return note_contribution(
+        plan.vault.notes[path],
+        plan.vault.outgoing(path),
+        plan.names,
+        plan.unresolved,
+        tokenizer,
+        chunk_size=config.index.chunk_token_size,
+        chunk_overlap=config.index.chunk_overlap_token_size,
+        default_type=config.index.default_note_type,
+    )
+
+
+def _pending_for(old: NoteEntry | None, new: NoteContribution | None) -> Pending:
+    """The writes that replacing `old` by `new` needs: every record either side touches."""
+    old_chunks = set(old.chunk_ids) if old else set()
+    new_chunks = {c.id for c in new.chunks} if new else set()
+    entities = {f.name for f in (old.entities if old else [])} | {f.name for f in (new.entities if new else [])}
+    relations = {tuple(sorted((f.src, f.tgt))) for f in (old.relations if old else [])}
+    relations |= {tuple(sorted((f.src, f.tgt))) for f in (new.relations if new else [])}
+    return Pending(
+        chunk_notes=[new.path] if new and (new_chunks - old_chunks) else [],
+        delete_chunks=sorted(old_chunks - new_chunks),
+        entities=sorted(entities),
+        relations=[list(r) for r in sorted(relations)],
+    )
+
+
+async def _apply(writer: StoreWriter, ledger: Ledger, pending: Pending, plan: Plan, tokenizer: Any,
+                 config: WikiragConfig, report: IndexReport) -> None:
+    """Make the store match the ledger for everything `pending` names, flush, then clear it."""
+    for path in pending.chunk_notes:
+        if path not in plan.vault.notes or path not in ledger.notes:
+            continue
+        contribution = _contribution(plan, path, tokenizer, config)
+        await writer.upsert_chunks(path, contribution.doc_id, contribution.chunks)
+        report.chunks_written += len(contribution.chunks)
+    await writer.delete_chunks(pending.delete_chunks)
+    report.chunks_deleted += len(pending.delete_chunks)
+
+    entity_index = ledger.entity_index()
+    relation_index = ledger.relation_index()
+    gone_relations = [tuple(k) for k in pending.relations if tuple(k) not in relation_index]
+    await writer.delete_relations(gone_relations)
+    gone_entities = [n for n in pending.entities if n not in entity_index]
+    await writer.delete_entities(gone_entities)
+    live_entities = [merge_entity(n, entity_index[n]) for n in pending.entities if n in entity_index]
+    await writer.upsert_entities(live_entities)
+    live_relations = [merge_relation(tuple(k), relation_index[tuple(k)])
+                      for k in pending.relations if tuple(k) in relation_index]
+    await writer.upsert_relations(live_relations)
+    await writer.flush()
+    report.entities_written += len(live_entities)
+    report.entities_deleted += len(gone_entities)
+    report.relations_written += len(live_relations)
+    report.relations_deleted += len(gone_relations)
+    ledger.pending = Pending()
+    ledger.save(config.workspace_dir)
+
+
+def _fill_plan_counts(report: IndexReport, plan: Plan, ledger: Ledger) -> None:
+    report.notes_total = len(plan.vault.notes)
+    report.notes_new = len(plan.new)
+    report.notes_changed = len(plan.changed)
+    report.notes_unchanged = len(plan.unchanged)
+    report.notes_deleted = len(plan.deleted)
+    report.issues = [f"{i.path}: {i.message}" for i in plan.vault.issues]
+    report.notes_failed = sum(1 for i in plan.vault.issues if i.skipped and i.path.lower().endswith(".md"))
+
+
+def _fill_totals(report: IndexReport, ledger: Ledger) -> None:
+    report.entities = len(ledger.entity_index())
+    report.relations = len(ledger.relation_index())
+    report.chunks = sum(len(e.chunk_ids) for e in ledger.notes.values())
+
+
+def store_exists(config: WikiragConfig) -> bool:
+    return (config.workspace_dir / "wikirag_ledger.json").exists()
+
+
+def workspace_path(config: WikiragConfig) -> Path:
+    return config.workspace_dir
