@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import shutil
@@ -198,7 +199,13 @@ def run_index(config: WikiragConfig, *, dry_run: bool = False, rebuild: bool = F
 
 
 async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: bool = False,
-                      progress: Progress | None = None, **engine_kwargs: Any) -> IndexReport:
+                      progress: Progress | None = None, vault: Vault | None = None, rag: Any = None,
+                      locked: bool = False, **engine_kwargs: Any) -> IndexReport:
+    """Bring the store in step with the vault.
+
+    `watch` passes its in-memory `vault` (kept current file by file), an open `rag` and `locked=True`
+    (it holds the writer lock for its whole session); `wikirag index` passes none of them.
+    """
     started = time.perf_counter()
     if not config.vault.is_dir():
         raise VaultNotFound(f"{config.vault}: no such vault folder")
@@ -207,20 +214,19 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
 
     if dry_run:
         ledger = Ledger.load(config.workspace_dir) if not rebuild else Ledger()
-        plan = plan_index(config, ledger)
-        _fill_plan_counts(report, plan, ledger)
+        _fill_plan_counts(report, plan_index(config, ledger, vault), ledger)
         report.seconds = round(time.perf_counter() - started, 3)
         return report
 
-    with StoreLock(config):
-        if rebuild and config.workspace_dir.exists():
-            for child in config.workspace_dir.iterdir():
-                if child.name != LOCK_FILENAME:
-                    shutil.rmtree(child) if child.is_dir() else child.unlink()
+    async with contextlib.AsyncExitStack() as stack:
+        if not locked:
+            stack.enter_context(StoreLock(config))
+        if rebuild:
+            _wipe_workspace(config)
         ledger = Ledger.load(config.workspace_dir)
         _check_store(ledger, config)
         progress("scan", 0, 1)
-        plan = plan_index(config, ledger)
+        plan = plan_index(config, ledger, vault)
         progress("scan", 1, 1)
         _fill_plan_counts(report, plan, ledger)
         report.recovered_pending = not ledger.pending.empty()
@@ -230,45 +236,55 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
             return report
 
         ledger.meta = _store_meta(config)
-        counter = EmbeddingCounter()
-        tokenizer = lightrag_tokenizer(config.index.encoding)
-        async with open_engine(config, embedding_counter=counter, **engine_kwargs) as rag:
-            writer = StoreWriter(rag)
-            # Finish what a crashed run promised before anything new.
-            if not ledger.pending.empty():
-                await _apply(writer, ledger, ledger.pending, plan, tokenizer, config, report)
-            for path in plan.deleted:
-                old = ledger.notes.pop(path)
-                pending = _pending_for(old, None)
-                ledger.pending.merge(pending)
-            if plan.deleted:
-                ledger.save(config.workspace_dir)
-                await _apply(writer, ledger, ledger.pending, plan, tokenizer, config, report)
-            batch_size = max(1, config.index.batch_size)
-            todo = plan.to_process
-            for start in range(0, len(todo), batch_size):
-                batch = todo[start : start + batch_size]
-                pending = Pending()
-                for path in batch:
-                    contribution = _contribution(plan, path, tokenizer, config)
-                    old = ledger.notes.get(path)
-                    pending.merge(_pending_for(old, contribution))
-                    note = plan.vault.notes[path]
-                    ledger.notes[path] = NoteEntry.from_contribution(
-                        plan.vault.digests[path], plan.signatures[path], contribution,
-                        title=note.title, aliases=list(note.aliases), tags=list(note.tags),
-                    )
-                ledger.pending.merge(pending)
-                ledger.save(config.workspace_dir)  # write-ahead: the promise comes first
-                await _apply(writer, ledger, ledger.pending, plan, tokenizer, config, report)
-                progress("index", min(start + batch_size, len(todo)), len(todo))
-        report.embedding_calls = counter.calls
-        report.embedding_texts = counter.texts
-        report.notes_indexed = len(todo)
-        report.notes_injected = len(todo)
+        counter = engine_kwargs.pop("embedding_counter", None) or EmbeddingCounter()
+        calls_before, texts_before = counter.calls, counter.texts
+        if rag is None:
+            rag = await stack.enter_async_context(
+                open_engine(config, embedding_counter=counter, **engine_kwargs))
+        await _run_plan(StoreWriter(rag), ledger, plan, config, report, progress)
+        report.embedding_calls = counter.calls - calls_before
+        report.embedding_texts = counter.texts - texts_before
         _fill_totals(report, ledger)
     report.seconds = round(time.perf_counter() - started, 3)
     return report
+
+
+def _wipe_workspace(config: WikiragConfig) -> None:
+    if config.workspace_dir.exists():
+        for child in config.workspace_dir.iterdir():
+            if child.name != LOCK_FILENAME:
+                shutil.rmtree(child) if child.is_dir() else child.unlink()
+
+
+async def _run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: WikiragConfig,
+                    report: IndexReport, progress: Progress) -> None:
+    tokenizer = lightrag_tokenizer(config.index.encoding)
+    # Finish what a crashed run promised before anything new.
+    if not ledger.pending.empty():
+        await _apply(writer, ledger, ledger.pending, plan, tokenizer, config, report)
+    for path in plan.deleted:
+        ledger.pending.merge(_pending_for(ledger.notes.pop(path), None))
+    if plan.deleted:
+        ledger.save(config.workspace_dir)
+        await _apply(writer, ledger, ledger.pending, plan, tokenizer, config, report)
+    batch_size = max(1, config.index.batch_size)
+    todo = plan.to_process
+    for start in range(0, len(todo), batch_size):
+        pending = Pending()
+        for path in todo[start : start + batch_size]:
+            contribution = _contribution(plan, path, tokenizer, config)
+            pending.merge(_pending_for(ledger.notes.get(path), contribution))
+            note = plan.vault.notes[path]
+            ledger.notes[path] = NoteEntry.from_contribution(
+                plan.vault.digests[path], plan.signatures[path], contribution,
+                title=note.title, aliases=list(note.aliases), tags=list(note.tags),
+            )
+        ledger.pending.merge(pending)
+        ledger.save(config.workspace_dir)  # write-ahead: the promise comes first
+        await _apply(writer, ledger, ledger.pending, plan, tokenizer, config, report)
+        progress("index", min(start + batch_size, len(todo)), len(todo))
+    report.notes_indexed = len(todo)
+    report.notes_injected = len(todo)
 
 
 def _contribution(plan: Plan, path: str, tokenizer: Any, config: WikiragConfig) -> NoteContribution:
@@ -337,7 +353,10 @@ def _fill_plan_counts(report: IndexReport, plan: Plan, ledger: Ledger) -> None:
     report.notes_changed = len(plan.changed)
     report.notes_unchanged = len(plan.unchanged)
     report.notes_deleted = len(plan.deleted)
-    report.issues = [f"{i.path}: {i.message}" for i in plan.vault.issues]
+    report.issues = [f"{i.path}: {i.message}" for i in plan.vault.issues] + [
+        f"{path}: {note.frontmatter_error}" for path, note in sorted(plan.vault.notes.items())
+        if note.frontmatter_error
+    ]
     report.notes_failed = sum(1 for i in plan.vault.issues if i.skipped and i.path.lower().endswith(".md"))
 
 

@@ -1,0 +1,168 @@
+"""`watch` with real watchdog observers on temp vaults: after it settles, the store equals a fresh index."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.storekit import HashEmbedding, copy_vault, snapshot
+from wikirag.config import load_config
+from wikirag.errors import StoreLocked
+from wikirag.pipeline import run_index
+from wikirag.watch import ignored_path, watch_vault
+
+SAMPLE = Path(__file__).resolve().parent.parent / "sample_vault"
+QUIET = 0.3
+
+
+class Watcher:
+    """Runs watch_vault on a thread; `settle()` waits until a quiet period passed with no new batch."""
+
+    def __init__(self, vault: Path, store: Path) -> None:
+        self.config = load_config(vault, store=store)
+        self.stop = threading.Event()
+        self.batches: list = []
+        self.ready = threading.Event()
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(watch_vault(self.config, quiet_seconds=QUIET, stop=self.stop,
+                                    on_initial=lambda r: self.ready.set(), on_batch=self.batches.append,
+                                    poll_seconds=0.05, embedding_func=HashEmbedding().func()))
+        except BaseException as exc:  # surfaced by the test
+            self.error = exc
+            self.ready.set()
+
+    def __enter__(self) -> Watcher:
+        self.thread.start()
+        assert self.ready.wait(60), "initial index did not finish"
+        assert self.error is None, self.error
+        return self
+
+    def settle(self, timeout: float = 60) -> None:
+        """Wait until no batch has run for a few quiet periods."""
+        deadline = time.monotonic() + timeout
+        seen, still_since = len(self.batches), time.monotonic()
+        while time.monotonic() < deadline:
+            time.sleep(0.1)
+            assert self.error is None, self.error
+            if len(self.batches) != seen:
+                seen, still_since = len(self.batches), time.monotonic()
+            elif time.monotonic() - still_since > QUIET * 6:
+                return
+        raise AssertionError("watcher did not settle")
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(30)
+        assert self.error is None, self.error
+
+
+def fresh_snapshot(vault: Path, store: Path) -> dict:
+    config = load_config(vault, store=store)
+    run_index(config, embedding_func=HashEmbedding().func())
+    return snapshot(config)
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    return copy_vault(SAMPLE, tmp_path / "vault")
+
+
+def test_scripted_edits_end_equal_to_a_fresh_index(vault, tmp_path):
+    with Watcher(vault, tmp_path / "store") as watcher:
+        (vault / "concepts" / "Purple cipher.md").write_text("Purple, broken by [[William Friedman]].\n")
+        watcher.settle()
+        assert watcher.batches, "a new note must produce a batch"
+        turing = vault / "people" / "Alan Turing.md"
+        for i in range(5):  # rapid repeated saves
+            turing.write_text(turing.read_text() + f"\nSave {i} mentions [[Bombe]].\n")
+        (vault / "people" / "Tommy Flowers.md").rename(vault / "people" / "Thomas Flowers.md")
+        shutil.move(str(vault / "daily"), str(vault / "journal"))  # move a whole folder
+        (vault / "projects" / "Venona.md").unlink()
+        watcher.settle()
+        (vault / "projects" / "Venona.md").write_text("Venona, recreated under the same name.\n")
+        # an editor's atomic save: write a temp file, then rename it over the note
+        tmp = vault / "projects" / ".Bombe.md.tmp"
+        tmp.write_text("The Bombe, rewritten atomically; see [[Alan Turing]].\n")
+        os.replace(tmp, vault / "projects" / "Bombe.md")
+        (vault / "projects" / "Bombe.md.swp").write_bytes(b"\x00swap")
+        watcher.settle()
+        assert snapshot(watcher.config) == fresh_snapshot(vault, tmp_path / "fresh")
+
+
+def test_a_burst_of_500_files_is_coalesced(tmp_path):
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Hub.md").write_text("Hub.\n")
+    with Watcher(vault, tmp_path / "store") as watcher:
+        for i in range(500):
+            (vault / f"N{i:03}.md").write_text(f"Note {i} links [[Hub]] and [[N{(i + 1) % 500:03}]].\n")
+        watcher.settle()
+        assert len(watcher.batches) <= 5, [b.paths_touched for b in watcher.batches]
+        assert sum(b.notes_new for b in watcher.batches) == 500
+        assert snapshot(watcher.config) == fresh_snapshot(vault, tmp_path / "fresh")
+
+
+def test_an_unresolved_embed_resolves_when_its_attachment_appears(vault, tmp_path):
+    (vault / "Gallery.md").write_text("Picture: ![[rotor-photo.png]]\n")
+    with Watcher(vault, tmp_path / "store") as watcher:
+        assert snapshot(watcher.config)["nodes"]["rotor-photo.png"]["type"] == "unresolved"
+        (vault / "attachments" / "rotor-photo.png").write_bytes(b"\x89PNG\r\n")
+        watcher.settle()
+        nodes = snapshot(watcher.config)["nodes"]
+        assert nodes["rotor-photo.png"]["type"] == "attachment"
+        assert snapshot(watcher.config) == fresh_snapshot(vault, tmp_path / "fresh")
+
+
+def test_watch_holds_the_writer_lock(vault, tmp_path):
+    with Watcher(vault, tmp_path / "store") as watcher, pytest.raises(StoreLocked):
+        run_index(watcher.config, embedding_func=HashEmbedding().func())
+
+
+@pytest.mark.parametrize("path, ignored", [
+    (".obsidian/workspace.json", True), (".wikirag/x/ledger.json", True), ("notes/.note.md.swp", True),
+    ("notes/note.md~", True), ("notes/#note.md#", True), ("notes/4913", True), ("notes/note.md", False),
+    ("attachments/img.png", False),
+])
+def test_ignored_paths(path, ignored):
+    assert ignored_path(path) is ignored
+
+
+@pytest.mark.slow
+def test_killed_mid_batch_then_restarted_equals_a_fresh_index(tmp_path):
+    """SIGKILL the real CLI watcher while it indexes a burst; a restart must catch up exactly."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    for i in range(30):
+        (vault / f"Seed{i}.md").write_text(f"Seed {i} links [[Seed{(i + 1) % 30}]].\n")
+    store = tmp_path / "store"
+    command = [sys.executable, "-m", "wikirag.cli", "watch", str(vault), "--store", str(store),
+               "--quiet-seconds", "0.2", "--json"]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()  # the initial index report
+        assert line, proc.stderr.read()
+        for i in range(200):
+            (vault / f"Burst{i}.md").write_text(f"Burst {i} cites [[Seed{i % 30}]] and [[Missing {i % 7}]].\n")
+        time.sleep(1.5)  # inside the batch: embeddings for 200 notes take longer than this
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    config = load_config(vault, store=store)
+    report = run_index(config)  # the restart catches up (the same path watch starts with)
+    assert report.notes_total == 230
+    fresh = load_config(vault, store=tmp_path / "fresh")
+    run_index(fresh)
+    assert snapshot(config) == snapshot(fresh)
