@@ -37,6 +37,8 @@ def test_every_resolved_link_becomes_an_edge_with_its_sentence(vault, tmp_path):
     names = inject.note_entity_names(loaded.notes)
     checked = 0
     for path in loaded.notes:
+        if loaded.notes[path].route_override == "skip":  # `wikirag: skip` keeps a note out of the index
+            continue
         for link, resolution in loaded.outgoing(path):
             if not resolution.path or resolution.path == path or resolution.is_attachment:
                 continue
@@ -50,6 +52,8 @@ def test_every_resolved_link_becomes_an_edge_with_its_sentence(vault, tmp_path):
             checked += 1
     assert checked > 100
     assert report.notes_total == len(loaded.notes)
+    assert report.notes_skipped == 1
+    assert not any(p == "daily/2024-03-11.md" for n in snap["nodes"].values() for p in n["file_path"])
     assert report.relations == len(snap["edges"])
     assert report.chunks == len(snap["chunks"]) == len(snap["vdb_chunks"])
     assert set(snap["vdb_chunks"]) == set(snap["chunks"])
@@ -80,7 +84,7 @@ def test_unchanged_vault_reindexes_nothing(vault, tmp_path):
     config, first = index(vault, tmp_path / "store")
     embedder = HashEmbedding()
     second = run_index(config, embedding_func=embedder.func())
-    assert second.notes_unchanged == first.notes_total
+    assert second.notes_unchanged == first.notes_total - first.notes_skipped
     assert second.notes_indexed == 0
     assert embedder.texts == 0
     assert second.entities == first.entities and second.relations == first.relations
@@ -185,7 +189,7 @@ def test_a_store_refuses_another_embedding_model(vault, tmp_path, monkeypatch):
 
 def test_dry_run_writes_nothing(vault, tmp_path):
     config, report = index(vault, tmp_path / "store", dry_run=True)
-    assert report.notes_new == report.notes_total > 0
+    assert report.notes_new == report.notes_total - report.notes_skipped > 0
     assert not config.workspace_dir.exists()
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .routing import RouteSettings
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -73,12 +74,17 @@ class WikiragConfig:
     index: IndexSettings = field(default_factory=IndexSettings)
     embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
     llm: LLMSettings = field(default_factory=LLMSettings)
+    route: RouteSettings = field(default_factory=RouteSettings)
+    route_overrides: list[str] = field(default_factory=list)  # `--route` values: ROUTE or GLOB=ROUTE
+    # Sections read by their own modules ([cost], [storage]), kept as written.
+    sections: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def workspace_dir(self) -> Path:
         return self.store / self.workspace
 
 
+_OWN_MODULE_SECTIONS = {"route", "storage", "cost"}  # read by routing.py, storage, cost.py
 _SECTIONS = {"index": IndexSettings, "embedding": EmbeddingSettings, "llm": LLMSettings}
 _SHORT_ENV = {
     "WIKIRAG_LLM": ("llm", "model"),
@@ -126,6 +132,7 @@ def load_config(
     config_file: Path | None = None,
     exclude: list[str] | None = None,
     overrides: dict[str, dict[str, Any]] | None = None,
+    route_overrides: list[str] | None = None,
     environ: dict[str, str] | None = None,
 ) -> WikiragConfig:
     """Build the config for `vault`. `overrides` are CLI flags as {section: {key: value}}; None values
@@ -147,7 +154,7 @@ def load_config(
     for name, values in file_values.items():
         if isinstance(values, dict):
             if name not in sections:
-                if name in {"route", "storage", "cost"}:  # read by their own modules
+                if name in _OWN_MODULE_SECTIONS:
                     continue
                 raise ConfigError(f"{path}: unknown section [{name}]")
             sections[name] = _apply(sections[name], values, str(path), name)
@@ -181,4 +188,7 @@ def load_config(
         index=sections["index"],
         embedding=sections["embedding"],
         llm=sections["llm"],
+        route=RouteSettings.from_mapping(file_values.get("route")),
+        route_overrides=list(route_overrides or []),
+        sections={k: v for k, v in file_values.items() if k in _OWN_MODULE_SECTIONS and isinstance(v, dict)},
     )

@@ -87,6 +87,8 @@ async def open_engine(
         embedding_func=embedding_func or make_embedding_func(embedding_spec(config), counter,
                                                             config.embedding.base_url),
         llm_model_func=llm_func or _no_llm,
+        # Part of LightRAG's LLM cache key: switching models never reuses another model's answers.
+        llm_model_name=config.llm.model or "none",
         tokenizer=lightrag_tokenizer(config.index.encoding),
         chunk_token_size=config.index.chunk_token_size,
         chunk_overlap_token_size=config.index.chunk_overlap_token_size,

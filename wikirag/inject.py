@@ -303,10 +303,16 @@ def _unique(items: Iterable[str]) -> list[str]:
     return list(seen)
 
 
+_TYPE_PRIORITY = {0: 0, 2: 1, 1: 2}  # fragment rank -> whose type wins
+
+
 def merge_entity(name: str, fragments: list[EntityFragment]) -> dict[str, Any]:
     """The graph node for `name` from every fragment that mentions it, independent of input order."""
     ordered = sorted(fragments, key=lambda f: (f.rank, f.file_path))
-    entity_type = next((f.type for f in ordered if f.type), UNRESOLVED_TYPE)
+    # Type priority: the note's own frontmatter/folder type, then an LLM's reading of the text, then
+    # what a link alone can say (unresolved, attachment).
+    typed = sorted((f for f in ordered if f.type), key=lambda f: (_TYPE_PRIORITY.get(f.rank, 3), f.file_path))
+    entity_type = typed[0].type if typed else "unknown"
     descriptions = _unique(f.description for f in ordered)
     if entity_type == UNRESOLVED_TYPE and descriptions:
         descriptions = [f"{name} has no note in the vault yet; it is mentioned in: " + descriptions[0],

@@ -41,6 +41,8 @@ class NoteEntry:
     entities: list[EntityFragment] = field(default_factory=list)
     relations: list[RelationFragment] = field(default_factory=list)
     error: str | None = None
+    hint_digest: str = ""  # the hint (and model) the note was last extracted with
+    cache_keys: list[str] = field(default_factory=list)  # LightRAG cache entries of that extraction
 
     @classmethod
     def from_contribution(cls, digest: str, signature: str, c: NoteContribution, **extra: Any) -> NoteEntry:

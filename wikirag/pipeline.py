@@ -29,6 +29,9 @@ from .config import WikiragConfig
 from .embeddings import EmbeddingCounter
 from .engine import embedding_spec, open_engine
 from .errors import StoreLocked, StoreMismatch, VaultNotFound
+from .extract import extract_note, purge_cached_extractions
+from .hints import HintingLLM, note_hint
+from .hygiene import EntityNames, HygieneLog
 from .inject import (
     NoteContribution,
     StoreWriter,
@@ -37,9 +40,11 @@ from .inject import (
     merge_relation,
     note_contribution,
     note_entity_names,
+    note_type,
     unresolved_name,
 )
 from .ledger import Ledger, NoteEntry, Pending
+from .routing import RouteDecision, route_vault
 from .tokens import lightrag_tokenizer
 from .vault import Vault
 
@@ -64,6 +69,9 @@ class IndexReport:
     notes_injected: int = 0
     notes_failed: int = 0
     notes_pending_extraction: int = 0
+    notes_extracted: int = 0
+    notes_skipped: int = 0
+    llm_failures: int = 0
     entities: int = 0
     relations: int = 0
     chunks: int = 0
@@ -79,6 +87,8 @@ class IndexReport:
     llm_input_tokens: int = 0
     llm_output_tokens: int = 0
     recovered_pending: bool = False
+    entity_merges: list[str] = field(default_factory=list)  # LLM names merged into known entities
+    entities_dropped: list[str] = field(default_factory=list)  # LLM entities not grounded in the text
     seconds: float = 0.0
     issues: list[str] = field(default_factory=list)
 
@@ -91,10 +101,17 @@ class Plan:
     names: dict[str, str]
     unresolved: dict[str, str]
     signatures: dict[str, str]
+    decisions: dict[str, RouteDecision] = field(default_factory=dict)
+    hints: dict[str, str] = field(default_factory=dict)  # extract-routed notes only
+    llm_model: str = ""  # "" when no LLM is configured: extract-routed notes wait as pending
     new: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+    def extracting(self, path: str) -> bool:
+        return bool(self.llm_model) and self.decisions[path].route == "extract"
 
     @property
     def to_process(self) -> list[str]:
@@ -116,7 +133,8 @@ def _unresolved_names(vault: Vault, names: dict[str, str]) -> dict[str, str]:
 
 
 def _signature(vault: Vault, path: str, names: dict[str, str], unresolved: dict[str, str],
-               config: WikiragConfig) -> str:
+               config: WikiragConfig, extraction: list[str]) -> str:
+    """A hash of everything the note's records derive from; `extraction` is [] for injected notes."""
     targets = []
     for link, resolution in vault.outgoing(path):
         if resolution.path and resolution.is_attachment:
@@ -134,25 +152,60 @@ def _signature(vault: Vault, path: str, names: dict[str, str], unresolved: dict[
         config.index.encoding,
         config.index.default_note_type,
         targets,
+        extraction,
     ]
-    return hashlib.sha1(json.dumps(payload, ensure_ascii=False).encode()).hexdigest()
+    return _digest(payload)
+
+
+def _digest(payload: Any) -> str:
+    return hashlib.sha1(json.dumps(payload, ensure_ascii=False, sort_keys=True).encode()).hexdigest()
+
+
+def entity_names_table(vault: Vault, names: dict[str, str], default_type: str) -> EntityNames:
+    """Every note entity with its type and aliases: what LLM-extracted names are matched against."""
+    table = EntityNames()
+    for path in sorted(vault.notes):
+        note = vault.notes[path]
+        table.add(names[path], note_type(note, default_type), [note.title, *note.aliases])
+    return table
 
 
 def plan_index(config: WikiragConfig, ledger: Ledger, vault: Vault | None = None) -> Plan:
     vault = vault or Vault.load(config.vault, exclude=config.exclude)
     names = note_entity_names(vault.notes)
     unresolved = _unresolved_names(vault, names)
-    signatures = {p: _signature(vault, p, names, unresolved, config) for p in vault.notes}
-    plan = Plan(vault, names, unresolved, signatures)
-    for path, signature in sorted(signatures.items()):
+    decisions = route_vault(vault, config.route, config.route_overrides, encoding=config.index.encoding)
+    plan = Plan(vault, names, unresolved, {}, decisions, llm_model=config.llm.model)
+    default_type = config.index.default_note_type
+    table_digest = ""
+    for path in sorted(vault.notes):
+        decision = decisions[path]
+        if decision.route == "skip":
+            plan.skipped.append(path)
+            continue
+        extraction: list[str] = []
+        if decision.route == "extract":
+            note = vault.notes[path]
+            plan.hints[path] = note_hint(note, vault.outgoing(path), names, vault.notes, note_type(note, default_type))
+            if plan.llm_model:
+                if not table_digest:  # hygiene depends on every note's names and types
+                    table_digest = _digest(sorted(
+                        (names[p], note_type(n, default_type), sorted(n.aliases)) for p, n in vault.notes.items()))
+                extraction = [plan.llm_model, _digest(plan.hints[path]), table_digest]
+            else:
+                extraction = ["pending"]
+        plan.signatures[path] = _signature(vault, path, names, unresolved, config, extraction)
+    for path, signature in sorted(plan.signatures.items()):
         entry = ledger.notes.get(path)
         if entry is None:
             plan.new.append(path)
-        elif entry.signature != signature:
+        elif entry.signature != signature or entry.status == "extracting" or (
+            entry.status == "pending_extraction" and plan.extracting(path)
+        ):
             plan.changed.append(path)
         else:
             plan.unchanged.append(path)
-    plan.deleted = sorted(set(ledger.notes) - set(signatures))
+    plan.deleted = sorted(set(ledger.notes) - set(plan.signatures))
     return plan
 
 
@@ -200,11 +253,13 @@ def run_index(config: WikiragConfig, *, dry_run: bool = False, rebuild: bool = F
 
 async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: bool = False,
                       progress: Progress | None = None, vault: Vault | None = None, rag: Any = None,
+                      hinting: HintingLLM | None = None, llm_func: Callable[..., Any] | None = None,
                       locked: bool = False, **engine_kwargs: Any) -> IndexReport:
     """Bring the store in step with the vault.
 
-    `watch` passes its in-memory `vault` (kept current file by file), an open `rag` and `locked=True`
-    (it holds the writer lock for its whole session); `wikirag index` passes none of them.
+    `watch` passes its in-memory `vault` (kept current file by file), an open `rag` with its `hinting`
+    LLM wrapper and `locked=True` (it holds the writer lock for its whole session); `wikirag index`
+    passes none of them. `llm_func` replaces the configured provider (tests pass a fake LLM).
     """
     started = time.perf_counter()
     if not config.vault.is_dir():
@@ -239,14 +294,41 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
         counter = engine_kwargs.pop("embedding_counter", None) or EmbeddingCounter()
         calls_before, texts_before = counter.calls, counter.texts
         if rag is None:
-            rag = await stack.enter_async_context(
-                open_engine(config, embedding_counter=counter, **engine_kwargs))
-        await _run_plan(StoreWriter(rag), ledger, plan, config, report, progress)
+            hinting = hinting_llm(config, llm_func)
+            rag = await stack.enter_async_context(open_engine(
+                config, embedding_counter=counter, llm_func=hinting, **engine_kwargs))
+        usage_before = _usage(hinting)
+        await _run_plan(StoreWriter(rag), ledger, plan, config, report, progress, hinting)
+        usage_after = _usage(hinting)
+        report.llm_calls, report.llm_input_tokens, report.llm_output_tokens = (
+            a - b for a, b in zip(usage_after, usage_before, strict=True))
         report.embedding_calls = counter.calls - calls_before
         report.embedding_texts = counter.texts - texts_before
         _fill_totals(report, ledger)
     report.seconds = round(time.perf_counter() - started, 3)
     return report
+
+
+def hinting_llm(config: WikiragConfig, llm_func: Callable[..., Any] | None = None) -> HintingLLM | None:
+    """The LLM LightRAG extracts with, wrapped to show each chunk its note's hint; None without one.
+    Token usage is what the provider reports (llm.LLMUsage), kept on the wrapper as `usage`."""
+    if llm_func is None and config.llm.model:
+        from .llm import LLMUsage, make_llm_func
+
+        usage = LLMUsage()
+        hinting = HintingLLM(make_llm_func(config.llm, usage))
+        hinting.usage = usage
+        return hinting
+    return HintingLLM(llm_func) if llm_func is not None else None
+
+
+def _usage(hinting: HintingLLM | None) -> tuple[int, int, int]:
+    if hinting is None:
+        return 0, 0, 0
+    usage = hinting.usage
+    if usage is None:  # a caller-supplied function without usage accounting: count calls only
+        return hinting.calls, 0, 0
+    return usage.calls, usage.input_tokens, usage.output_tokens
 
 
 def _wipe_workspace(config: WikiragConfig) -> None:
@@ -257,7 +339,7 @@ def _wipe_workspace(config: WikiragConfig) -> None:
 
 
 async def _run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: WikiragConfig,
-                    report: IndexReport, progress: Progress) -> None:
+                    report: IndexReport, progress: Progress, hinting: HintingLLM | None) -> None:
     tokenizer = lightrag_tokenizer(config.index.encoding)
     # Finish what a crashed run promised before anything new.
     if not ledger.pending.empty():
@@ -267,24 +349,78 @@ async def _run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: Wik
     if plan.deleted:
         ledger.save(config.workspace_dir)
         await _apply(writer, ledger, ledger.pending, plan, tokenizer, config, report)
+    table = entity_names_table(plan.vault, plan.names, config.index.default_note_type) if hinting else None
     batch_size = max(1, config.index.batch_size)
     todo = plan.to_process
     for start in range(0, len(todo), batch_size):
+        batch = todo[start : start + batch_size]
+        # Phase 1: structure (chunks, note entity, link relations) for every note of the batch.
         pending = Pending()
-        for path in todo[start : start + batch_size]:
+        contributions: dict[str, NoteContribution] = {}
+        for path in batch:
             contribution = _contribution(plan, path, tokenizer, config)
-            pending.merge(_pending_for(ledger.notes.get(path), contribution))
+            contributions[path] = contribution
+            old = ledger.notes.get(path)
+            pending.merge(_pending_for(old, contribution))
+            route = plan.decisions[path].route
+            status = "indexed"
+            if route == "extract":
+                status = "extracting" if plan.extracting(path) and hinting else "pending_extraction"
             note = plan.vault.notes[path]
-            ledger.notes[path] = NoteEntry.from_contribution(
-                plan.vault.digests[path], plan.signatures[path], contribution,
+            entry = NoteEntry.from_contribution(
+                plan.vault.digests[path], plan.signatures[path], contribution, route=route, status=status,
                 title=note.title, aliases=list(note.aliases), tags=list(note.tags),
             )
+            if old is not None:
+                entry.hint_digest, entry.cache_keys = old.hint_digest, old.cache_keys
+            ledger.notes[path] = entry
         ledger.pending.merge(pending)
         ledger.save(config.workspace_dir)  # write-ahead: the promise comes first
         await _apply(writer, ledger, ledger.pending, plan, tokenizer, config, report)
+        # Phase 2: LLM extraction for extract-routed notes, on chunks now in the store.
+        extract = [p for p in batch if ledger.notes[p].status == "extracting"]
+        if extract and hinting and table is not None:
+            pending = Pending()
+            for path in extract:
+                pending.merge(await _extract(writer.rag, hinting, plan, path, contributions[path], ledger,
+                                             table, report))
+            ledger.pending.merge(pending)
+            ledger.save(config.workspace_dir)
+            await _apply(writer, ledger, ledger.pending, plan, tokenizer, config, report)
         progress("index", min(start + batch_size, len(todo)), len(todo))
     report.notes_indexed = len(todo)
-    report.notes_injected = len(todo)
+    report.notes_injected = sum(1 for p in todo if plan.decisions[p].route == "inject")
+
+
+async def _extract(rag: Any, hinting: HintingLLM, plan: Plan, path: str, contribution: NoteContribution,
+                   ledger: Ledger, table: EntityNames, report: IndexReport) -> Pending:
+    """Extract one note; on LLM failure it keeps its structure and waits as pending_extraction."""
+    entry = ledger.notes[path]
+    hint = plan.hints[path]
+    hint_digest = _digest([plan.llm_model, hint])
+    if entry.hint_digest and entry.hint_digest != hint_digest:
+        # LightRAG keys its cache on the prompt before our hint is inserted: a changed hint must not
+        # be answered from the cache of the old one.
+        await purge_cached_extractions(rag, entry.chunk_ids)
+    log = HygieneLog()
+    try:
+        result = await extract_note(rag, hinting, path, contribution.doc_id, contribution.chunks, hint, table, log)
+    except Exception as exc:  # the LLM failed after its retries: the note waits, the run goes on
+        entry.status, entry.error = "pending_extraction", f"{type(exc).__name__}: {exc}"[:300]
+        report.issues.append(f"{path}: extraction failed, will retry: {entry.error}")
+        report.llm_failures += 1
+        return Pending()
+    entry.entities = entry.entities + result.entities
+    entry.relations = entry.relations + result.relations
+    entry.status, entry.error = "indexed", None
+    entry.hint_digest, entry.cache_keys = hint_digest, result.cache_keys
+    report.notes_extracted += 1
+    report.entity_merges += log.merges
+    report.entities_dropped += log.dropped
+    return Pending(
+        entities=sorted({f.name for f in result.entities}),
+        relations=[list(k) for k in sorted({tuple(sorted((f.src, f.tgt))) for f in result.relations})],
+    )
 
 
 def _contribution(plan: Plan, path: str, tokenizer: Any, config: WikiragConfig) -> NoteContribution:
@@ -358,9 +494,11 @@ def _fill_plan_counts(report: IndexReport, plan: Plan, ledger: Ledger) -> None:
         if note.frontmatter_error
     ]
     report.notes_failed = sum(1 for i in plan.vault.issues if i.skipped and i.path.lower().endswith(".md"))
+    report.notes_skipped = len(plan.skipped)
 
 
 def _fill_totals(report: IndexReport, ledger: Ledger) -> None:
+    report.notes_pending_extraction = sum(1 for e in ledger.notes.values() if e.status == "pending_extraction")
     report.entities = len(ledger.entity_index())
     report.relations = len(ledger.relation_index())
     report.chunks = sum(len(e.chunk_ids) for e in ledger.notes.values())

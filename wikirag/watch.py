@@ -27,7 +27,7 @@ from watchdog.observers import Observer
 from .config import WikiragConfig
 from .embeddings import EmbeddingCounter
 from .engine import open_engine
-from .pipeline import IndexReport, StoreLock, index_vault
+from .pipeline import IndexReport, StoreLock, hinting_llm, index_vault
 from .vault import Vault
 
 # Editor and OS droppings that are never notes: swap, backup, temp and lock files.
@@ -153,8 +153,11 @@ async def watch_vault(
         try:
             vault = Vault.load(config.vault, exclude=config.exclude)
             counter = engine_kwargs.pop("embedding_counter", None) or EmbeddingCounter()
-            async with open_engine(config, embedding_counter=counter, **engine_kwargs) as rag:
-                initial = await index_vault(config, vault=vault, rag=rag, locked=True, embedding_counter=counter)
+            hinting = hinting_llm(config, engine_kwargs.pop("llm_func", None))
+            run = {"rag": None, "hinting": hinting, "locked": True, "embedding_counter": counter}
+            async with open_engine(config, embedding_counter=counter, llm_func=hinting, **engine_kwargs) as rag:
+                run["rag"] = rag
+                initial = await index_vault(config, vault=vault, **run)
                 if on_initial:
                     on_initial(initial)
                 batch = 0
@@ -169,8 +172,7 @@ async def watch_vault(
                         vault = Vault.load(config.vault, exclude=config.exclude)
                     else:
                         apply_paths(vault, paths)
-                    report = await index_vault(config, vault=vault, rag=rag, locked=True,
-                                               embedding_counter=counter)
+                    report = await index_vault(config, vault=vault, **run)
                     if on_batch:
                         on_batch(_batch_report(batch, paths, report, time.perf_counter() - started))
         finally:

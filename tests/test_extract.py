@@ -1,0 +1,157 @@
+"""Hint-augmented LLM extraction through LightRAG's real pipeline, with a deterministic fake LLM."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from tests.fakes import FakeLLM
+from tests.storekit import HashEmbedding, copy_vault, snapshot
+from wikirag.config import load_config
+from wikirag.hints import HINT_TITLE
+from wikirag.pipeline import plan_index, run_index
+from wikirag.ledger import Ledger
+
+SAMPLE = Path(__file__).resolve().parent.parent / "sample_vault"
+
+
+def config_for(vault: Path, store: Path, model: str = "fake:one"):
+    return load_config(vault, store=store, overrides={"llm": {"model": model}})
+
+
+def index(config, llm, **kwargs):
+    return run_index(config, llm_func=llm, embedding_func=HashEmbedding().func(), **kwargs)
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    return copy_vault(SAMPLE, tmp_path / "vault")
+
+
+class HintEcho(FakeLLM):
+    """A fake whose answer depends on the hint it was shown (as a real model's would)."""
+
+    def extraction(self, text: str) -> str:
+        return super().extraction(text)
+
+    async def __call__(self, prompt, system_prompt=None, history_messages=None, **kwargs):
+        answer = await super().__call__(prompt, system_prompt, history_messages, **kwargs)
+        if HINT_TITLE in prompt and self.kind_of(prompt) == "extract":
+            hint = prompt[prompt.index(HINT_TITLE): prompt.index("---Input Text---")]
+            tag = hashlib.md5(hint.encode()).hexdigest()[:6]
+            answer = answer.replace("is named in passage", f"(hint {tag}) is named in passage")
+        return answer
+
+
+def extract_routed(config) -> list[str]:
+    plan = plan_index(config, Ledger())
+    return sorted(p for p, d in plan.decisions.items() if d.route == "extract")
+
+
+def test_extract_routed_notes_see_their_hint_on_every_chunk(vault, tmp_path):
+    config = config_for(vault, tmp_path / "store")
+    llm = FakeLLM(keep_prompts=True)
+    report = index(config, llm)
+    routed = extract_routed(config)
+    assert routed and report.notes_extracted == len(routed)
+    extract_calls = [c for c in llm.calls if c.kind == "extract"]
+    assert len(extract_calls) >= len(routed)
+    assert all(HINT_TITLE in c.prompt for c in extract_calls)
+    snap = snapshot(config)
+    # the stored (embedded, retrieved) chunk text is the note's own text, never the hint
+    assert not any(HINT_TITLE in content for content, _ in snap["chunks"].values())
+    ledger = Ledger.load(config.workspace_dir)
+    assert all(ledger.notes[p].status == "indexed" for p in routed)
+    # extracted entities are in the graph, carrying the note they came from
+    extracted = [f for p in routed for f in ledger.notes[p].entities if f.rank == 2]
+    assert extracted
+    assert all(f.file_path in snap["nodes"][f.name]["file_path"] for f in extracted)
+    assert report.llm_calls == len(llm.calls)
+
+
+def test_without_an_llm_extract_notes_wait_as_pending(vault, tmp_path):
+    config = load_config(vault, store=tmp_path / "store")
+    report = run_index(config, embedding_func=HashEmbedding().func())
+    assert report.notes_pending_extraction == len(extract_routed(config)) > 0
+    assert report.llm_calls == 0
+    # a later run with an LLM completes them
+    later = config_for(vault, tmp_path / "store")
+    llm = FakeLLM()
+    report = index(later, llm)
+    assert report.notes_pending_extraction == 0
+    assert report.notes_extracted == len(extract_routed(later))
+
+
+def test_the_fresh_index_invariant_holds_with_extraction(vault, tmp_path):
+    config = config_for(vault, tmp_path / "store")
+    index(config, HintEcho())
+    # edit an extract-routed note, and rename a note others link to (their hints change)
+    routed = extract_routed(config)
+    note = vault / routed[0]
+    note.write_text(note.read_text() + "\n\nA new paragraph about Charles Babbage and the Analytical Engine.\n")
+    (vault / "people" / "Alan Turing.md").rename(vault / "people" / "Alan M Turing.md")
+    index(config, HintEcho())
+    fresh = config_for(vault, tmp_path / "fresh")
+    index(fresh, HintEcho())
+    assert snapshot(config) == snapshot(fresh)
+
+
+def test_unchanged_chunks_hit_lightrags_cache(vault, tmp_path):
+    config = config_for(vault, tmp_path / "store")
+    index(config, FakeLLM())
+    target = vault / "Zimmermann Telegram.md"
+    target.write_text(target.read_text() + "\n\nOne more sentence about Arthur Zimmermann.\n")
+    llm = FakeLLM()
+    report = index(config, llm)
+    assert report.notes_changed == 1
+    assert [c.kind for c in llm.calls].count("extract") == 1  # only the changed chunk went to the LLM
+
+
+def test_switching_models_does_not_reuse_cached_answers(vault, tmp_path):
+    index(config_for(vault, tmp_path / "store", "fake:one"), FakeLLM())
+    llm = FakeLLM()
+    report = index(config_for(vault, tmp_path / "store", "fake:two"), llm)
+    routed = extract_routed(config_for(vault, tmp_path / "store"))
+    assert report.notes_extracted == len(routed)
+    assert [c.kind for c in llm.calls].count("extract") >= len(routed)
+
+
+def test_llm_failures_leave_notes_pending_and_the_run_goes_on(vault, tmp_path):
+    config = config_for(vault, tmp_path / "store")
+    report = index(config, FakeLLM(mode="fail"))
+    routed = extract_routed(config)
+    assert report.llm_failures == len(routed)
+    assert report.notes_pending_extraction == len(routed)
+    assert any("extraction failed, will retry" in i for i in report.issues)
+    snap = snapshot(config)
+    assert "Zimmermann Telegram" in snap["nodes"]  # the structure is indexed all the same
+    report = index(config, FakeLLM())
+    assert report.notes_pending_extraction == 0 and report.notes_extracted == len(routed)
+
+
+def test_prompt_examples_and_garbage_never_reach_the_graph(vault, tmp_path):
+    config = config_for(vault, tmp_path / "store")
+    index(config, FakeLLM(mode="examples"))
+    nodes = snapshot(config)["nodes"]
+    assert not [n for n in nodes if n.startswith("<") or "entity_name" in n.lower()]
+    config2 = config_for(vault, tmp_path / "store2")
+    report = index(config2, FakeLLM(mode="garbage"))
+    assert report.notes_pending_extraction == 0  # garbage parses to nothing; the note is still indexed
+
+
+def test_llm_names_matching_an_alias_become_that_notes_entity(tmp_path):
+    vault = tmp_path / "v"
+    vault.mkdir()
+    (vault / "Alan Turing.md").write_text("---\naliases: [Turing]\ntype: person\n---\nA mathematician.\n")
+    (vault / "Essay.md").write_text(
+        "---\nwikirag: extract\n---\nDuring the war Turing worked with Gordon Welchman at Hut Eight. "
+        "Turing and Welchman designed machines.\n")
+    config = config_for(vault, tmp_path / "store")
+    report = index(config, FakeLLM())
+    nodes = snapshot(config)["nodes"]
+    assert "Turing" not in nodes
+    assert "Essay.md" in nodes["Alan Turing"]["file_path"]
+    assert any("'Turing' -> 'Alan Turing' (alias)" in m for m in report.entity_merges)
+    assert nodes["Alan Turing"]["type"] == "person"  # the frontmatter type wins over the LLM's
