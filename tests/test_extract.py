@@ -11,8 +11,8 @@ from tests.fakes import FakeLLM
 from tests.storekit import HashEmbedding, copy_vault, snapshot
 from wikirag.config import load_config
 from wikirag.hints import HINT_TITLE
-from wikirag.pipeline import plan_index, run_index
 from wikirag.ledger import Ledger
+from wikirag.pipeline import plan_index, run_index
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_vault"
 
