@@ -67,7 +67,8 @@ class ParsedNote:
 
 @dataclass(frozen=True)
 class Resolution:
-    """Where a link points. `path` is set when `status` is "resolved" (or "self")."""
+    """Where a link points. `path` is set unless `status` is "unresolved" ("ambiguous" carries the tie-break's
+    choice, with every same-name file in `candidates`)."""
 
     status: ResolutionStatus
     path: str | None = None

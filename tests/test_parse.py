@@ -1,0 +1,378 @@
+"""parse_note: link grammar, frontmatter, tags, headings, block ids, exclusions, lines, sections, contexts."""
+
+from __future__ import annotations
+
+import pytest
+
+from wikirag.models import Heading, WikiLink
+from wikirag.parse import parse_note
+
+
+def links(text: str) -> list[WikiLink]:
+    return parse_note(text, "folder/Here.md").links
+
+
+def only_link(text: str) -> WikiLink:
+    found = links(text)
+    assert len(found) == 1, found
+    return found[0]
+
+
+# -- the link grammar (in the spirit of obsidian-export's references.rs) ---------------------------------
+
+LINK_FORMS = [
+    # source, expected fields (the rest keep their defaults: None / False / "wikilink")
+    ("[[Note]]", {"target": "Note"}),
+    ("[[Note|label]]", {"target": "Note", "label": "label"}),
+    ("[[ Note | spaced label ]]", {"target": "Note", "label": "spaced label"}),
+    ("[[Note|]]", {"target": "Note"}),
+    ("[[Note#Heading]]", {"target": "Note", "heading": "Heading"}),
+    ("[[Note#H1#H2]]", {"target": "Note", "heading": "H1#H2"}),
+    ("[[Note # Spaced heading ]]", {"target": "Note", "heading": "Spaced heading"}),
+    ("[[Note#^block-1]]", {"target": "Note", "block": "block-1"}),
+    ("[[Note#^blk|see]]", {"target": "Note", "block": "blk", "label": "see"}),
+    ("[[Note#Heading|label]]", {"target": "Note", "heading": "Heading", "label": "label"}),
+    ("[[#Heading]]", {"target": "", "heading": "Heading"}),
+    ("[[#^blk]]", {"target": "", "block": "blk"}),
+    ("[[folder/Note]]", {"target": "folder/Note"}),
+    ("[[Note.md]]", {"target": "Note.md"}),
+    ("[[v1.2 notes]]", {"target": "v1.2 notes"}),
+    ("[[1]]", {"target": "1"}),
+    ("[[Note\\|label]]", {"target": "Note", "label": "label"}),
+    ("![[Note]]", {"target": "Note", "embed": True}),
+    ("![[img.png]]", {"target": "img.png", "embed": True}),
+    ("![[img.png|300]]", {"target": "img.png", "label": "300", "embed": True}),
+    ("![[img.png|300x200]]", {"target": "img.png", "label": "300x200", "embed": True}),
+    ("![[doc.pdf#page=3]]", {"target": "doc.pdf", "heading": "page=3", "embed": True}),
+    ("[text](Note.md)", {"target": "Note.md", "label": "text", "kind": "markdown"}),
+    ("[text](Note)", {"target": "Note", "label": "text", "kind": "markdown"}),
+    ("[text](Note%20Name.md)", {"target": "Note Name.md", "label": "text", "kind": "markdown"}),
+    ("[text](<Note Name.md>)", {"target": "Note Name.md", "label": "text", "kind": "markdown"}),
+    ("[text](./x.md)", {"target": "./x.md", "label": "text", "kind": "markdown"}),
+    ("[text](../up/x.md)", {"target": "../up/x.md", "label": "text", "kind": "markdown"}),
+    ("[text](/root.md)", {"target": "/root.md", "label": "text", "kind": "markdown"}),
+    ("[t](Note.md#Part%20Two)", {"target": "Note.md", "heading": "Part Two", "label": "t", "kind": "markdown"}),
+    ("[t](Note.md#^blk)", {"target": "Note.md", "block": "blk", "label": "t", "kind": "markdown"}),
+    ("[t](#Heading)", {"target": "", "heading": "Heading", "label": "t", "kind": "markdown"}),
+    ('[t](Note.md "A title")', {"target": "Note.md", "label": "t", "kind": "markdown"}),
+    ("[t](a(b).md)", {"target": "a(b).md", "label": "t", "kind": "markdown"}),
+    ("[](Note.md)", {"target": "Note.md", "kind": "markdown"}),
+    ("![alt](img.png)", {"target": "img.png", "label": "alt", "embed": True, "kind": "markdown"}),
+]
+
+
+@pytest.mark.parametrize(("source", "fields"), LINK_FORMS, ids=[s for s, _ in LINK_FORMS])
+def test_link_forms(source: str, fields: dict) -> None:
+    link = only_link(f"Before {source} after.")
+    expected = {"heading": None, "block": None, "label": None, "embed": False, "kind": "wikilink", **fields}
+    actual = {k: getattr(link, k) for k in expected}
+    assert actual == expected
+    assert link.raw == source
+
+
+NOT_LINKS = [
+    "[[]]",
+    "[[ ]]",
+    "[[|label only]]",
+    "[[#]]",
+    "a footnote[^1]",
+    "[[unclosed",
+    "[[a]b]]",
+    "[[split\nacross lines]]",
+    "[web](https://example.com)",
+    "[mail](mailto:a@example.com)",
+    "[app](obsidian://open?vault=x)",
+    "[proto-relative](//example.com/x.md)",
+    "[empty]()",
+    "[ref][id]",
+    "`[[in a code span]]`",
+    "%%[[in a comment]]%%",
+    "<!-- [[in an HTML comment]] -->",
+    "$$[[in math]]$$",
+]
+
+
+@pytest.mark.parametrize("source", NOT_LINKS)
+def test_not_links(source: str) -> None:
+    assert links(f"Text {source} text.") == []
+
+
+def test_links_in_code_and_comments_are_counted() -> None:
+    text = "```\n[[a]] [b](b.md)\n```\n`[[c]]` %% [[d]] %% <!-- [[e]] --> [ok](https://x.y) [[f]]\n"
+    note = parse_note(text, "n.md")
+    assert [link.target for link in note.links] == ["f"]
+    assert note.links_in_code_ignored == 5
+
+
+FENCES = [
+    ("```\n[[x]]\n```\n[[after]]", ["after"]),
+    ("~~~\n[[x]]\n~~~\n[[after]]", ["after"]),
+    ("````\n```\n[[x]]\n```\n````\n[[after]]", ["after"]),  # a shorter fence does not close
+    ("~~~~\n[[x]]\n~~~\n[[still code]]\n~~~~~\n[[after]]", ["after"]),
+    ("```\n[[x]]\n~~~\n[[still code]]", []),  # other fence character; unclosed runs to the end
+    ("```python\n[[x]]\n```\n[[after]]", ["after"]),
+    ("   ```\n[[x]]\n   ```\n[[after]]", ["after"]),  # up to 3 spaces of indent
+    ("``` not `a` fence\n[[yes]]", ["yes"]),  # a backtick info string is not a fence
+    ("text\n    [[lazy]]", ["lazy"]),  # indented, but continues a paragraph
+    ("text\n\n    [[code]]\n\n[[after]]", ["after"]),  # indented after a blank line: code
+    ("- item\n\n    [[in list]]", ["in list"]),  # indented inside a list: not code
+    ("\t[[tab code]]", []),
+    ("> ```\n> [[quoted fence]]\n> ```\n[[after]]", ["after"]),
+    ("> ```\n> [[quoted]]\nnot quoted [[out]]", ["out"]),  # the fence ends with its blockquote
+]
+
+
+@pytest.mark.parametrize(("text", "targets"), FENCES)
+def test_code_blocks(text: str, targets: list[str]) -> None:
+    assert [link.target for link in links(text)] == targets
+
+
+SPANS = [
+    ("`[[x]]` [[y]]", ["y"]),
+    ("``a ` [[x]]`` [[y]]", ["y"]),  # a double-backtick span holds a single backtick
+    ("`unmatched [[y]]", ["y"]),
+    ("``[[y]]`", ["y"]),  # runs of different length do not match
+    ("`over a\nline [[x]]` [[y]]", ["y"]),  # a span may cross a line break inside a paragraph
+    ("`open\n\n[[y]]` x", ["y"]),  # but not a blank line
+    ("\\`[[y]]` x", ["y"]),  # an escaped backtick opens nothing
+    ("`a\\` [[y]] `b`", ["y"]),  # backslashes are literal inside a span
+]
+
+
+@pytest.mark.parametrize(("text", "targets"), SPANS)
+def test_code_spans(text: str, targets: list[str]) -> None:
+    assert [link.target for link in links(text)] == targets
+
+
+COMMENTS = [
+    ("%% [[x]] %% [[y]]", ["y"]),
+    ("%%\n[[x]]\n\n[[x2]]\n%%\n[[y]]", ["y"]),  # across blank lines
+    ("text %% open\n\n[[x]]\n# H", []),  # unclosed: to the end
+    ("<!-- [[x]] --> [[y]]", ["y"]),
+    ("<!--\n[[x]]\n\n-->\n[[y]]", ["y"]),
+    ("`%%` [[y]] `%%`", ["y"]),  # %% inside code opens nothing
+    ("%% `[[x]]` %% [[y]]", ["y"]),
+    ("%%\n```\n%%\n[[y]]", ["y"]),  # a fence inside a comment is text
+    ("$$\n[[x]]\n$$\n[[y]]", ["y"]),
+    ("$$ [[x]] $$ [[y]]", ["y"]),
+    ("$$\n[[x]]\n\n[[x2]]\n$$ [[y]]", ["y"]),  # a display-math block spans blank lines
+    ("costs $$5 [[y]]", ["y"]),  # `$$` never closed: literal
+    ("$5 and $10 for [[y]]", ["y"]),  # single dollars are not math
+]
+
+
+@pytest.mark.parametrize(("text", "targets"), COMMENTS)
+def test_comments_and_math(text: str, targets: list[str]) -> None:
+    assert [link.target for link in links(text)] == targets
+
+
+# -- frontmatter ------------------------------------------------------------------------------------------
+
+
+def fm(yaml: str, body: str = "Body.\n"):
+    return parse_note(f"---\n{yaml}\n---\n{body}", "Folder/My Note.md")
+
+
+def test_frontmatter_fields() -> None:
+    note = fm(
+        "title: A Title\ntype: person\ndescription: Short.\ntags: [One, '#two', one]\n"
+        "aliases: [Al, Bee]\nwikirag: inject\nextra: {a: 1}"
+    )
+    assert (note.title, note.type, note.description) == ("A Title", "person", "Short.")
+    assert note.tags == ["one", "two"]
+    assert note.aliases == ["Al", "Bee"]
+    assert note.route_override == "inject"
+    assert note.frontmatter["extra"] == {"a": 1}
+    assert note.body_line_offset == 9
+    assert note.frontmatter_error is None
+
+
+FRONTMATTER_VARIANTS = [
+    ('tags: "one, #two three"', "tags", ["one", "two", "three"]),
+    ("tags: one, #two", "tags", ["one"]),  # YAML: ` #` starts a comment (Obsidian reads YAML too)
+    ("tag: single", "tags", ["single"]),
+    ("Tags: [Upper]", "tags", ["upper"]),
+    ("tags:\n  - a\n  - b/c", "tags", ["a", "b/c"]),
+    ("tags: [2024, x2024]", "tags", ["x2024"]),
+    ("tags:", "tags", []),
+    ("tags: ~", "tags", []),
+    ("aliases: One, Two", "aliases", ["One", "Two"]),
+    ("alias: Solo", "aliases", ["Solo"]),
+    ("Aliases: [X, null, 3]", "aliases", ["X", "3"]),
+    ("title: 1984", "title", "1984"),
+    ("title:", "title", "My Note"),
+    ('title: ""', "title", "My Note"),
+    ("summary: From summary", "description", "From summary"),
+    ("wikirag: EXTRACT", "route_override", "extract"),
+    ("wikirag: maybe", "route_override", None),
+    ("TYPE: Concept", "type", "Concept"),
+]
+
+
+@pytest.mark.parametrize(("yaml", "field", "value"), FRONTMATTER_VARIANTS)
+def test_frontmatter_variants(yaml: str, field: str, value: object) -> None:
+    note = fm(yaml)
+    assert note.frontmatter_error is None
+    assert getattr(note, field) == value
+
+
+def test_frontmatter_values_are_json_safe() -> None:
+    note = fm("d: 2024-03-14\nt: 2024-03-14 10:20:30\nn: .nan\nb: yes\n1: int key\nnested: [2024-01-02]")
+    assert note.frontmatter == {
+        "d": "2024-03-14",
+        "t": "2024-03-14T10:20:30",
+        "n": "nan",
+        "b": True,
+        "1": "int key",
+        "nested": ["2024-01-02"],
+    }
+
+
+@pytest.mark.parametrize(
+    ("yaml", "message"),
+    [
+        ("tags: [unclosed", "invalid YAML at line 3"),
+        ("a: b: c", "invalid YAML at line 2"),
+        ("d: 2024-13-45", "invalid YAML: month must be in 1..12"),
+        ("- a list", "frontmatter is a YAML list, not a mapping of keys"),
+        ("a: &x [*x, *x]\nb: &y [*a]", "invalid YAML"),
+    ],
+)
+def test_broken_frontmatter(yaml: str, message: str) -> None:
+    note = fm(yaml, body="[[Body link]]\n")
+    assert note.frontmatter_error is not None
+    assert note.frontmatter_error.startswith(message)
+    assert "\n" not in note.frontmatter_error
+    assert note.frontmatter == {}
+    # the block is still frontmatter: its text is not body, the body is read as usual
+    assert [link.target for link in note.links] == ["Body link"]
+    assert note.links[0].line == yaml.count("\n") + 4
+
+
+def test_self_referencing_yaml_is_an_error_not_a_hang() -> None:
+    note = fm("a: &x [*x]")
+    assert note.frontmatter_error == "frontmatter too large or self-referencing (YAML anchors)"
+
+
+def test_frontmatter_needs_the_first_line_and_a_closing_line() -> None:
+    assert parse_note("\n---\ntitle: x\n---\n", "n.md").frontmatter == {}
+    unclosed = parse_note("---\ntitle: x\n[[Link]]\n", "n.md")
+    assert unclosed.body_line_offset == 0 and unclosed.frontmatter == {}
+    assert unclosed.links[0].line == 3
+    assert parse_note("---\n---\nbody", "n.md").body_line_offset == 2
+
+
+def test_frontmatter_links() -> None:
+    note = fm('related: ["[[A]]", "[[B#H|bee]]"]\nup: "![[C]]"\nplain: [[D]]\nnested:\n  k: "x [[E]] y"')
+    got = [(link.target, link.heading, link.label, link.embed, link.frontmatter_key, link.line) for link in note.links]
+    assert got == [
+        ("A", None, None, False, "related", 2),
+        ("B", "H", "bee", False, "related", 2),
+        ("C", None, None, True, "up", 3),
+        ("E", None, None, False, "nested", 6),
+    ]
+    assert note.links[1].context == "related: bee"
+    assert note.links[3].context == "nested: x E y"
+
+
+# -- tags, headings, block ids, words ---------------------------------------------------------------------
+
+
+def test_inline_tags() -> None:
+    text = "#start and #Mixed/Case, #dash-ed_x #123 #1a a#b http://x.y/#frag `#code` (#paren) #tag. #日本 #Start"
+    note = parse_note(text, "n.md")
+    assert note.tags == ["start", "mixed/case", "dash-ed_x", "1a", "tag", "日本"]
+
+
+def test_tags_merge_frontmatter_first() -> None:
+    assert fm("tags: [b, A]", body="#a and #c\n").tags == ["b", "a", "c"]
+
+
+def test_headings() -> None:
+    text = "# One\ntext\n## Two ##\n####### seven is not a heading\n#nospace\n```\n# in code\n```\nSetext\n===\n"
+    assert parse_note(text, "n.md").headings == [
+        Heading(1, "One", 1),
+        Heading(2, "Two", 3),
+        Heading(1, "Setext", 9),
+    ]
+
+
+def test_heading_lines_count_the_frontmatter() -> None:
+    assert fm("a: 1", body="# H\n").headings == [Heading(1, "H", 4)]
+
+
+def test_block_ids() -> None:
+    text = "Para ^p1\n\n- item ^item-2\n\n^own-line\n\nnot^mid and `^code`\n\n```\nx ^fenced\n```\n"
+    assert parse_note(text, "n.md").block_ids == ["p1", "item-2", "own-line"]
+
+
+def test_words_count_the_body_only() -> None:
+    assert fm("title: many words here", body="one two\nthree\n").words == 3
+
+
+# -- where a link sits: line, section, context ------------------------------------------------------------
+
+
+def test_line_numbers_are_file_lines() -> None:
+    note = fm("a: 1\nb: 2", body="\n[[L6]]\n\n```\n[[no]]\n```\n[[L11]]")
+    assert [(link.target, link.line) for link in note.links] == [("L6", 6), ("L11", 11)]
+
+
+def test_sections_follow_the_heading_path() -> None:
+    text = "[[top]]\n# A\n[[a]]\n## B\n[[b]]\n### C\n[[c]]\n## D\n[[d]]\n# E [[e]]\n"
+    got = [(link.target, link.section) for link in links(text)]
+    assert got == [
+        ("top", ()),
+        ("a", ("A",)),
+        ("b", ("A", "B")),
+        ("c", ("A", "B", "C")),
+        ("d", ("A", "D")),
+        ("e", ("E [[e]]",)),  # a link in a heading sits in that heading's section
+    ]
+
+
+CONTEXTS = [
+    ("First one. Then [[A]] is here! Last?", "Then A is here!"),
+    ("See [[A|the label]] and [[B]].", "See the label and B."),
+    ("Wrapped over\ntwo lines with [[A]] in it.", "Wrapped over two lines with A in it."),
+    ("- item with [[A]]. Second sentence.", "item with A. Second sentence."),
+    ("1. [ ] task [[A]] ^blk", "task A"),
+    ("| a | b |\n|---|---|\n| cell [[A\\|x]] | other |", "cell x | other"),
+    ("not a table | [[A]] |", "not a table | A |"),  # no delimiter row: a paragraph
+    ("## Heading with [[A]]", "Heading with A"),
+    ("> quoted [[A]]\n> more", "quoted A more"),
+    ("Dr. Who met [[A]].", "Who met A."),  # a naive split: abbreviations end sentences
+    ("Pi is 3.14 and [[A]] too.", "Pi is 3.14 and A too."),
+    ("Link [[A#H1#H2]] here.", "Link A > H1 > H2 here."),
+    ("Text %% hidden %% [[A]] and $$x$$ done.", "Text A and done."),
+    ("Code `x.y()` and [[A]].", "Code `x.y()` and A."),
+    ("See [site](https://x.y) and [[A]].", "See site and A."),
+    ("![[img.png|300]]\n![[A]]\n![[B|cap]]", "A"),  # links stacked one per line: one context each
+    ("東京は大きい。[[A]]は小さい。", "Aは小さい。"),
+]
+
+
+@pytest.mark.parametrize(("text", "context"), CONTEXTS)
+def test_contexts(text: str, context: str) -> None:
+    link = next(link for link in links(text) if link.target == "A")
+    assert link.context == context
+
+
+def test_long_contexts_are_cut_around_the_link() -> None:
+    text = "word " * 200 + "[[A]] " + "more " * 200 + "."
+    context = only_link(text).context
+    assert len(context) <= 300
+    assert "A" in context.split()
+    assert context.startswith("…") and context.endswith("…")
+
+
+def test_newlines_and_bom_are_normalised() -> None:
+    note = parse_note("\ufeff---\r\ntitle: T\r\n---\r\n[[A]]\r\r[[B]]", "n.md")
+    assert note.title == "T"
+    assert [(link.target, link.line) for link in note.links] == [("A", 4), ("B", 6)]
+    assert "\r" not in note.body
+
+
+def test_name_and_title() -> None:
+    note = parse_note("", "a/b/Some Name.MD")
+    assert (note.name, note.title, note.words, note.links) == ("Some Name", "Some Name", 0, [])

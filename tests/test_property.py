@@ -1,0 +1,86 @@
+"""Properties: parse_note never raises, and never finds a link inside code; the YAML fast path agrees."""
+
+from __future__ import annotations
+
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from wikirag.parse import parse_note
+from wikirag.properties import _json_safe, load_simple_yaml
+
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+# text without lone surrogates (they cannot come out of a UTF-8 decode), NULs and control characters included
+any_text = st.text(st.characters(blacklist_categories=["Cs"]), max_size=400)
+# Markdown-ish text with the characters that drive the parser
+markdownish = st.text(alphabet="ab [[]]|#^!-*>`~%$<>\n\t\\()./:\"'=", max_size=300)
+
+
+@SETTINGS
+@given(any_text)
+def test_parse_never_raises(text: str) -> None:
+    note = parse_note(text, "x/Note.md")
+    assert note.words >= 0
+    assert all(link.line >= 1 for link in note.links)
+
+
+@SETTINGS
+@given(markdownish)
+def test_parse_never_raises_on_markdown_soup(text: str) -> None:
+    note = parse_note(text, "Note.md")
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    for link in note.links:
+        if link.frontmatter_key is None:
+            assert link.raw in lines[link.line - 1]
+
+
+# prose that cannot open or close code, comments or math, so what we put in code stays code
+prose = st.text(alphabet="abc XYZ[]|#!-.,\n", max_size=60)
+code_body = st.text(alphabet="abc [[]]|#!-\n", max_size=40).map(lambda s: s + "[[CODEX]]")
+
+
+@SETTINGS
+@given(prose, code_body, prose, st.sampled_from(["```", "~~~", "````", "~~~~~"]))
+def test_no_link_inside_a_fence(before: str, code: str, after: str, fence: str) -> None:
+    text = f"{before}\n{fence}\n{code}\n{fence}\n{after}"
+    assert "CODEX" not in [link.target for link in parse_note(text, "n.md").links]
+
+
+@SETTINGS
+@given(prose, code_body, prose)
+def test_no_link_inside_an_unclosed_fence(before: str, code: str, after: str) -> None:
+    text = f"{before}\n```\n{code}\n{after}"
+    assert "CODEX" not in [link.target for link in parse_note(text, "n.md").links]
+
+
+@SETTINGS
+@given(prose, st.text(alphabet="abc [[]]|#! ", max_size=30), prose, st.integers(1, 3))
+def test_no_link_inside_a_code_span(before: str, code: str, after: str, ticks: int) -> None:
+    fence = "`" * ticks
+    text = f"{before} {fence}{code}[[CODEX]]{fence} {after}"
+    assert "CODEX" not in [link.target for link in parse_note(text, "n.md").links]
+
+
+# -- the frontmatter fast path gives what PyYAML gives ----------------------------------------------------
+
+key = st.from_regex(r"[A-Za-z_][A-Za-z0-9_-]{0,8}", fullmatch=True)
+scalar = st.one_of(
+    st.from_regex(r"[A-Za-z][A-Za-z0-9 ._/-]{0,10}", fullmatch=True),
+    st.from_regex(r"-?[0-9]{1,4}", fullmatch=True),
+    st.from_regex(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", fullmatch=True),
+    st.sampled_from(["yes", "No", "null", "true", "~", "1.5", "012", "a: b", "x #y", "[[A]]", ""]),
+    st.from_regex(r'"[^"\\\n]{0,10}"', fullmatch=True),
+    st.from_regex(r"'[^'\n]{0,10}'", fullmatch=True),
+)
+value = st.one_of(scalar, st.lists(scalar, max_size=4).map(lambda items: "[" + ", ".join(items) + "]"))
+block = st.lists(st.tuples(key, value), max_size=6).map(lambda pairs: "\n".join(f"{k}: {v}".rstrip() for k, v in pairs))
+
+
+@settings(max_examples=500, deadline=None)
+@given(block)
+def test_simple_yaml_matches_pyyaml(text: str) -> None:
+    fast = load_simple_yaml(text)
+    if fast is None:
+        return  # PyYAML takes it
+    assert fast == _json_safe(yaml.safe_load(text) or {}, [0], 0)

@@ -1,0 +1,370 @@
+"""Scanning, defensive reading and the in-memory Vault (incremental updates included)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import unicodedata
+from pathlib import Path
+
+import pytest
+
+from wikirag.errors import VaultNotFound
+from wikirag.ignore import IgnoreRules, glob_to_regex
+from wikirag.links import LinkIndex
+from wikirag.vault import Vault, read_note, scan_vault
+
+needs_symlinks = pytest.mark.skipif(os.name == "nt", reason="needs symlinks")
+
+
+def write(root: Path, rel: str, text: str | bytes = "") -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+# -- scan -------------------------------------------------------------------------------------------------
+
+
+def test_scan_lists_notes_and_attachments_sorted(tmp_path: Path) -> None:
+    for rel in ["b.md", "A.md", "sub/c.MD", "sub/img.png", "z/deep/d.md", "canvas.canvas"]:
+        write(tmp_path, rel)
+    for rel in [".obsidian/app.md", ".trash/old.md", ".git/x.md", ".wikirag/store.md", "sub/.hidden.md"]:
+        write(tmp_path, rel)
+    scan = scan_vault(tmp_path)
+    assert [n.path for n in scan.notes] == ["A.md", "b.md", "sub/c.MD", "z/deep/d.md"]
+    assert scan.attachments == ["canvas.canvas", "sub/img.png"]
+    assert scan.issues == []
+    note = scan.notes[2]
+    assert note.abs_path == tmp_path / "sub" / "c.MD"
+    assert note.size == 0 and note.mtime_ns > 0
+
+
+def test_scan_reports_paths_in_nfc(tmp_path: Path) -> None:
+    write(tmp_path, unicodedata.normalize("NFD", "Caf\u00e9/Cr\u00e8me.md"))
+    scan = scan_vault(tmp_path)
+    assert [n.path for n in scan.notes] == ["Caf\u00e9/Cr\u00e8me.md"]
+    assert scan.notes[0].abs_path.exists()
+
+
+def test_nfc_twins_keep_one_and_report_the_other(tmp_path: Path) -> None:
+    write(tmp_path, "Caf\u00e9.md", "nfc")
+    write(tmp_path, unicodedata.normalize("NFD", "Caf\u00e9.md"), "nfd")
+    if len(list(tmp_path.iterdir())) < 2:
+        pytest.skip("this file system normalises names")
+    scan = scan_vault(tmp_path)
+    assert [n.path for n in scan.notes] == ["Caf\u00e9.md"]
+    assert len(scan.issues) == 1
+    assert scan.issues[0].skipped and "Unicode normalisation" in scan.issues[0].message
+
+
+def test_missing_vault_raises(tmp_path: Path) -> None:
+    with pytest.raises(VaultNotFound, match="vault folder not found"):
+        scan_vault(tmp_path / "nope")
+    write(tmp_path, "file.md")
+    with pytest.raises(VaultNotFound):
+        Vault.load(tmp_path / "file.md")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "matches"),
+    [
+        ("drafts/**", "drafts/a.md", True),
+        ("drafts/**", "drafts/x/y.md", True),
+        ("drafts/**", "notes/drafts/a.md", False),
+        ("**/drafts/*.md", "notes/drafts/a.md", True),
+        ("**/drafts/*.md", "drafts/a.md", True),
+        ("**/drafts/*.md", "drafts/x/a.md", False),
+        ("*.md", "a.md", True),
+        ("a?.md", "ab.md", True),
+        ("a?.md", "a/.md", False),
+        ("[ab].md", "b.md", True),
+        ("[!ab].md", "c.md", True),
+        ("[!ab].md", "a.md", False),
+    ],
+)
+def test_glob_to_regex(pattern: str, path: str, matches: bool) -> None:
+    assert bool(glob_to_regex(pattern).match(path)) is matches
+
+
+def test_exclude_globs(tmp_path: Path) -> None:
+    for rel in [
+        "keep.md",
+        "drafts/a.md",
+        "x/drafts/b.md",
+        "Templates/t.md",
+        "deep/Templates/u.md",
+        "n.excalidraw.md",
+        "sub/m.excalidraw.md",
+        "/".join(["p", "q", "secret.md"]),
+    ]:
+        write(tmp_path, rel)
+    scan = scan_vault(tmp_path, exclude=["drafts/**", "Templates", "*.excalidraw.md", "/p/q/*.md"])
+    assert [n.path for n in scan.notes] == ["keep.md", "x/drafts/b.md"]
+
+
+def test_obsidian_excluded_files(tmp_path: Path) -> None:
+    filters = ["Templates/", "Arch", "/\\.excalidraw\\.md$/", "/(unclosed/", ""]
+    write(tmp_path, ".obsidian/app.json", json.dumps({"userIgnoreFilters": filters}))
+    for rel in [
+        "Templates/t.md",
+        "Templatesque.md",
+        "Archive/a.md",
+        "Architecture.md",
+        "arch.md",
+        "x.excalidraw.md",
+        "Keep.md",
+    ]:
+        write(tmp_path, rel)
+    scan = scan_vault(tmp_path)
+    # prefixes are case-sensitive and not folder-bound; /regex/ is searched anywhere in the path
+    assert [n.path for n in scan.notes] == ["Keep.md", "Templatesque.md", "arch.md"]
+    assert [(i.path, i.skipped) for i in scan.issues] == [(".obsidian/app.json", False)]
+    assert "'/(unclosed/' is no valid regex" in scan.issues[0].message
+
+
+def test_unreadable_app_json_is_reported(tmp_path: Path) -> None:
+    write(tmp_path, ".obsidian/app.json", "{not json")
+    write(tmp_path, "a.md")
+    scan = scan_vault(tmp_path)
+    assert [n.path for n in scan.notes] == ["a.md"]
+    assert scan.issues[0].path == ".obsidian/app.json"
+    assert scan.issues[0].message.startswith("unreadable, Excluded files not applied")
+
+
+def test_ignore_rules_check_every_folder_above_a_file() -> None:
+    rules = IgnoreRules(["Scratch", "drafts/**"], ["Templates/"])
+    assert rules.ignored("a/Scratch/b.md")
+    assert rules.ignored("drafts/x/y.md")
+    assert rules.ignored("Templates/deep/t.md")
+    assert rules.ignored("a/.hidden/b.md")
+    assert not rules.ignored("a/b.md")
+
+
+@needs_symlinks
+def test_symlinks(tmp_path: Path) -> None:
+    vault, outside = tmp_path / "vault", tmp_path / "outside"
+    write(outside, "secret.md", "# secret")
+    write(vault, "real/Target.md", "# target")
+    os.symlink(outside / "secret.md", vault / "leak.md")
+    os.symlink(outside, vault / "leakdir", target_is_directory=True)
+    os.symlink(vault / "real", vault / "alias", target_is_directory=True)
+    os.symlink(vault, vault / "real" / "loop", target_is_directory=True)
+    os.symlink(vault / "real" / "Target.md", vault / "Shortcut.md")
+    os.symlink(vault / "gone.md", vault / "broken.md")
+    scan = scan_vault(vault)
+    assert [n.path for n in scan.notes] == ["Shortcut.md", "real/Target.md"]
+    assert sorted((i.path, i.message) for i in scan.issues) == [
+        ("broken.md", "broken symlink; skipped"),
+        ("leak.md", "symlink leads outside the vault; not followed"),
+        ("leakdir", "symlink leads outside the vault; not followed"),
+    ]
+
+
+@needs_symlinks
+def test_a_symlinked_folder_is_walked_when_its_target_is_not(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    write(vault, "store/Deep.md", "x")
+    write(vault, "Top.md", "x")
+    os.symlink(vault / "store", vault / "aaa", target_is_directory=True)  # sorts before the real folder
+    assert [n.path for n in scan_vault(vault, exclude=["store"]).notes] == ["Top.md", "aaa/Deep.md"]
+    assert [n.path for n in scan_vault(vault).notes] == ["Top.md", "store/Deep.md"]  # real folders win
+
+
+# -- read_note ------------------------------------------------------------------------------------------------
+
+
+def read(tmp_path: Path, data: bytes, **kw):
+    return read_note(write(tmp_path, "n.md", data), "n.md", **kw)
+
+
+@pytest.mark.parametrize(
+    ("data", "text"),
+    [
+        (b"\xef\xbb\xbf# T\r\nx\r\n", "# T\nx\n"),
+        (b"a\rb\r\nc\n", "a\nb\nc\n"),
+        (b"", ""),
+        ("caf\u00e9 \U0001f510".encode(), "caf\u00e9 \U0001f510"),
+    ],
+)
+def test_read_clean_text(tmp_path: Path, data: bytes, text: str) -> None:
+    result = read(tmp_path, data)
+    assert (result.text, result.issues) == (text, [])
+    assert result.digest == hashlib.sha256(data).hexdigest()
+
+
+@pytest.mark.parametrize(
+    ("data", "text", "message"),
+    [
+        (b"a\x00b\x00c", "abc", "2 NUL bytes removed"),
+        (b"caf\xe9", "caf\ufffd", "1 invalid UTF-8 sequence replaced (first at byte 3)"),
+        (
+            b"\x00caf\xe9 na\xefve",
+            "caf\ufffd na\ufffdve",
+            "1 NUL byte removed; 2 invalid UTF-8 sequences replaced (first at byte 4)",
+        ),
+        (b"x" * 10_001, "x" * 10_001, "a line of 10,001 characters (over 10,000), kept"),
+    ],
+)
+def test_read_repairs_and_reports_one_line(tmp_path: Path, data: bytes, text: str, message: str) -> None:
+    result = read(tmp_path, data)
+    assert result.text == text
+    assert [(i.path, i.message, i.skipped) for i in result.issues] == [("n.md", message, False)]
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"\x89PNG\r\n\x1a\n" + b"\x00" * 64, "looks binary (64 NUL bytes in the first 8 KiB); skipped"),
+        ("# hi".encode("utf-16"), "UTF-16 text (only UTF-8 is read); skipped"),
+        (b"x" * 101, "larger than 100 bytes (101 bytes); skipped"),
+    ],
+)
+def test_read_skips(tmp_path: Path, data: bytes, message: str) -> None:
+    result = read(tmp_path, data, max_bytes=100)
+    assert result.text is None
+    assert [(i.message, i.skipped) for i in result.issues] == [(message, True)]
+
+
+def test_read_never_raises_for_missing_or_odd_files(tmp_path: Path) -> None:
+    gone = read_note(tmp_path / "gone.md", "gone.md")
+    assert (gone.text, gone.issues[0].message) == (None, "vanished before it could be read; skipped")
+    (tmp_path / "dir.md").mkdir()
+    odd = read_note(tmp_path / "dir.md", "dir.md")
+    assert odd.text is None and odd.issues[0].skipped
+    assert odd.issues[0].message.startswith("cannot read (")
+
+
+def test_size_limit_is_a_parameter_of_the_vault(tmp_path: Path) -> None:
+    write(tmp_path, "small.md", "x")
+    write(tmp_path, "big.md", "x" * 2000)
+    vault = Vault.load(tmp_path, max_bytes=1000)
+    assert list(vault.notes) == ["small.md"]
+    assert vault.issues[0].path == "big.md" and vault.issues[0].skipped
+
+
+# -- the Vault model ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def vault_dir(tmp_path: Path) -> Path:
+    write(tmp_path, "Home.md", "[[Ada]] and [[Babbage]] and [[Ghost]] and ![[pic.png]] and [[#Home]]\n")
+    write(tmp_path, "people/Ada.md", "---\nrelated: '[[Home]]'\n---\nWorked with [[Babbage]].\n")
+    write(tmp_path, "people/Babbage.md", "No links.\n")
+    write(tmp_path, "Lonely.md", "Nothing.\n")
+    return tmp_path
+
+
+def test_vault_load_resolves_and_counts_backlinks(vault_dir: Path) -> None:
+    vault = Vault.load(vault_dir)
+    assert sorted(vault.notes) == ["Home.md", "Lonely.md", "people/Ada.md", "people/Babbage.md"]
+    assert vault.attachments == set()
+    statuses = [(link.target, res.status, res.path) for link, res in vault.outgoing("Home.md")]
+    assert statuses == [
+        ("Ada", "resolved", "people/Ada.md"),
+        ("Babbage", "resolved", "people/Babbage.md"),
+        ("Ghost", "unresolved", None),
+        ("pic.png", "unresolved", None),
+        ("", "self", "Home.md"),
+    ]
+    assert vault.backlinks("people/Babbage.md") == {"Home.md", "people/Ada.md"}
+    assert vault.backlinks("Home.md") == {"people/Ada.md"}  # frontmatter links count; self links do not
+    assert vault.unresolved() == {"Ghost": {"Home.md"}, "pic.png": {"Home.md"}}
+    assert vault.digests["Lonely.md"] == hashlib.sha256(b"Nothing.\n").hexdigest()
+    link = vault.notes["people/Ada.md"].links[1]
+    assert vault.resolve("people/Ada.md", link).path == "people/Babbage.md"
+
+
+def test_update_file_resolves_links_that_were_waiting(vault_dir: Path) -> None:
+    vault = Vault.load(vault_dir)
+    write(vault_dir, "Ghost.md", "Boo. [[Home]]\n")
+    assert vault.update_file("Ghost.md") == []
+    assert vault.outgoing("Home.md")[2][1].path == "Ghost.md"
+    assert vault.backlinks("Ghost.md") == {"Home.md"}
+    assert vault.backlinks("Home.md") == {"people/Ada.md", "Ghost.md"}
+    assert "Ghost" not in vault.unresolved()
+
+    write(vault_dir, "attachments/pic.png", b"\x89PNG")
+    vault.update_file("attachments/pic.png")
+    assert vault.attachments == {"attachments/pic.png"}
+    assert vault.outgoing("Home.md")[3][1].path == "attachments/pic.png"
+    assert vault.backlinks("attachments/pic.png") == {"Home.md"}
+
+
+def test_update_file_reparses_a_changed_note(vault_dir: Path) -> None:
+    vault = Vault.load(vault_dir)
+    write(vault_dir, "people/Ada.md", "Now links to [[Lonely]] only.\n")
+    vault.update_file("people/Ada.md")
+    assert [res.path for _, res in vault.outgoing("people/Ada.md")] == ["Lonely.md"]
+    assert vault.backlinks("Lonely.md") == {"people/Ada.md"}
+    assert vault.backlinks("people/Babbage.md") == {"Home.md"}
+    assert vault.backlinks("Home.md") == set()
+
+
+def test_a_new_root_note_takes_over_the_tie_break(vault_dir: Path) -> None:
+    vault = Vault.load(vault_dir)
+    write(vault_dir, "Babbage.md", "The root copy.\n")
+    vault.update_file("Babbage.md")
+    res = vault.outgoing("Home.md")[1][1]
+    assert (res.status, res.path, res.candidates) == ("ambiguous", "Babbage.md", ("Babbage.md", "people/Babbage.md"))
+    assert vault.backlinks("people/Babbage.md") == set()
+    assert vault.duplicate_names() == [["Babbage.md", "people/Babbage.md"]]
+
+
+def test_remove_file_and_folders(vault_dir: Path) -> None:
+    vault = Vault.load(vault_dir)
+    (vault_dir / "people" / "Ada.md").unlink()
+    vault.update_file("people/Ada.md")  # a vanished file is removed
+    assert "people/Ada.md" not in vault.notes
+    assert vault.outgoing("Home.md")[0][1].status == "unresolved"
+    assert vault.backlinks("people/Babbage.md") == {"Home.md"}
+    vault.remove_file("people")  # a whole folder
+    assert sorted(vault.notes) == ["Home.md", "Lonely.md"]
+    assert vault.unresolved() == {
+        "Ada": {"Home.md"},
+        "Babbage": {"Home.md"},
+        "Ghost": {"Home.md"},
+        "pic.png": {"Home.md"},
+    }
+
+
+def test_update_file_ignores_excluded_paths_and_replaces_issues(vault_dir: Path) -> None:
+    vault = Vault.load(vault_dir, exclude=["drafts/**"])
+    write(vault_dir, "drafts/Ghost.md", "x")
+    assert vault.update_file("drafts/Ghost.md") == []
+    assert "drafts/Ghost.md" not in vault.notes
+    write(vault_dir, "Bad.md", b"caf\xe9")
+    assert [i.message for i in vault.update_file("Bad.md")] == ["1 invalid UTF-8 sequence replaced (first at byte 3)"]
+    write(vault_dir, "Bad.md", "fixed")
+    assert vault.update_file("Bad.md") == []
+    assert vault.issues == []
+    write(vault_dir, "Bad.md", b"\x00" * 100)
+    assert vault.update_file("Bad.md")[0].skipped
+    assert "Bad.md" not in vault.notes
+
+
+def test_update_file_re_resolves_only_the_links_that_name_the_file(vault_dir: Path, monkeypatch) -> None:
+    for i in range(200):
+        write(vault_dir, f"bulk/N{i}.md", f"[[N{(i + 1) % 200}]] [[Home]] [[Nobody]]\n")
+    vault = Vault.load(vault_dir)
+    calls: list[str] = []
+    original = LinkIndex.resolve
+
+    def counting(self, link, from_path):
+        calls.append(link.target)
+        return original(self, link, from_path)
+
+    monkeypatch.setattr(LinkIndex, "resolve", counting)
+    write(vault_dir, "Ghost.md", "[[Home]]\n")
+    vault.update_file("Ghost.md")
+    # Ghost's own link, plus Home's 5 links (it is the one note naming Ghost): not the 600+ others
+    assert sorted(calls) == sorted(["Home", "Ada", "Babbage", "Ghost", "pic.png", ""])
+    calls.clear()
+    write(vault_dir, "bulk/N5.md", "changed [[N7]]\n")
+    vault.update_file("bulk/N5.md")
+    assert calls == ["N7"]

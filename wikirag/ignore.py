@@ -1,0 +1,123 @@
+"""Which vault paths wikirag leaves out: dot-files, Obsidian's "Excluded files", and `--exclude` globs.
+
+- Any path segment starting with "." (`.obsidian`, `.trash`, `.git`, `.wikirag`) is out, as in Obsidian.
+- Obsidian's Settings > Files and links > Excluded files is stored as `userIgnoreFilters` in
+  `.obsidian/app.json`. Obsidian treats a plain entry as a case-sensitive prefix of the vault path
+  (`Templates/` leaves out the folder; `Temp` also catches `Templates/`), and an entry written `/…/` as a
+  regular expression searched anywhere in the path. An invalid regex is reported and skipped.
+- `--exclude` globs: `*` and `?` stay inside one path segment, `**` crosses folders, `[...]` is a class.
+  A pattern without "/" is tried against every segment (`Templates`, `*.excalidraw.md`); a pattern with
+  "/" against the whole vault path (`drafts/**`, `**/private/*.md`). A leading "/" anchors at the root.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections.abc import Sequence
+from pathlib import Path
+
+from wikirag.models import ReadIssue
+
+APP_JSON = ".obsidian/app.json"
+
+
+def glob_to_regex(pattern: str) -> re.Pattern[str]:
+    """Translate a path glob (`*`, `?`, `**`, `[...]`) into an anchored regex."""
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+            continue
+        if pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+            continue
+        if c == "*":
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[" and (close := pattern.find("]", i + 2)) > 0:
+            body = pattern[i + 1 : close]
+            negate = body[:1] in ("!", "^")
+            body = body[1:] if negate else body
+            out.append("[" + ("^/" if negate else "") + body.replace("\\", "\\\\") + "]")
+            i = close + 1
+            continue
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+class IgnoreRules:
+    """Decides, for a vault-relative POSIX path, whether wikirag reads it."""
+
+    def __init__(self, exclude: Sequence[str] = (), obsidian_filters: Sequence[str] = ()) -> None:
+        self.segment_globs: list[re.Pattern[str]] = []
+        self.path_globs: list[re.Pattern[str]] = []
+        for pattern in exclude:
+            pattern = unicodedata.normalize("NFC", pattern.strip())
+            if not pattern:
+                continue
+            if "/" in pattern.rstrip("/"):
+                self.path_globs.append(glob_to_regex(pattern.lstrip("/")))
+            else:
+                self.segment_globs.append(glob_to_regex(pattern.strip("/")))
+        self.prefixes: list[str] = []
+        self.regexes: list[re.Pattern[str]] = []
+        self.problems: list[str] = []
+        for entry in obsidian_filters:
+            if len(entry) > 2 and entry.startswith("/") and entry.endswith("/"):
+                try:
+                    self.regexes.append(re.compile(entry[1:-1]))
+                except re.error as exc:
+                    self.problems.append(f"Excluded files entry {entry!r} is no valid regex ({exc}); ignored")
+            elif entry:
+                self.prefixes.append(unicodedata.normalize("NFC", entry))
+
+    @classmethod
+    def for_vault(cls, root: Path, exclude: Sequence[str] = ()) -> tuple[IgnoreRules, list[ReadIssue]]:
+        """Rules from `--exclude` plus the vault's `.obsidian/app.json`; problems come back as issues."""
+        filters: list[str] = []
+        issues: list[ReadIssue] = []
+        app_json = root / APP_JSON
+        if app_json.is_file():
+            try:
+                raw = json.loads(app_json.read_text(encoding="utf-8-sig")).get("userIgnoreFilters") or []
+                filters = [f for f in raw if isinstance(f, str)]
+            except (OSError, ValueError, AttributeError) as exc:
+                issues.append(ReadIssue(APP_JSON, f"unreadable, Excluded files not applied ({exc})"))
+        rules = cls(exclude, filters)
+        issues.extend(ReadIssue(APP_JSON, problem) for problem in rules.problems)
+        return rules, issues
+
+    def folder_ignored(self, rel: str) -> bool:
+        """True when nothing under folder `rel` can be read (lets the scan skip the whole folder)."""
+        return self._globbed(rel, rel + "/") or any((rel + "/").startswith(p) for p in self.prefixes)
+
+    def file_ignored(self, rel: str) -> bool:
+        return (
+            self._globbed(rel, rel)
+            or any(rel.startswith(p) for p in self.prefixes)
+            or any(r.search(rel) for r in self.regexes)
+        )
+
+    def ignored(self, rel: str) -> bool:
+        """Full check for one file path, folders above it included (used for single-file updates)."""
+        parts = rel.split("/")
+        if any(part.startswith(".") for part in parts):
+            return True
+        folders = ("/".join(parts[:k]) for k in range(1, len(parts)))
+        return any(self.folder_ignored(f) for f in folders) or self.file_ignored(rel)
+
+    def _globbed(self, rel: str, as_path: str) -> bool:
+        if self.segment_globs:
+            name = rel.rsplit("/", 1)[-1]
+            if any(g.match(name) for g in self.segment_globs):
+                return True
+        return any(g.match(as_path) or g.match(rel) for g in self.path_globs)

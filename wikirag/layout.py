@@ -1,0 +1,335 @@
+"""One pass over a note body that marks what Obsidian does not read as Markdown text.
+
+`lay_out(body)` walks the lines once and returns body offsets of:
+
+- `ignored` spans: fenced code (``` or ~~~, closing fence of the same character and at least the same
+  length, unclosed runs to the end), indented code (CommonMark: 4 spaces or a tab, not continuing a
+  paragraph, not inside a list), `$$` math blocks, `%%...%%` and `<!--...-->` comments (across lines and
+  blank lines; unclosed runs to the end), and inline code spans (CommonMark backtick-run matching, across
+  the lines of one paragraph) and one-line `$$...$$` math;
+- prose `blocks` (paragraph, list item, table row, heading), used to cut link contexts;
+- `headings` (ATX and setext) outside code and comments.
+
+The scan is line based; inline constructs are matched per paragraph, so a code span cannot leak into
+the next paragraph, while a comment can (as in Obsidian). Nothing here allocates per character.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+BlockKind = str  # "para" | "list" | "row" | "heading"
+
+_QUOTE = re.compile(r"(?:[ ]{0,3}>[ ]?)+")
+_FENCE_OPEN = re.compile(r"(`{3,}|~{3,})(.*)")
+_ATX = re.compile(r"(#{1,6})(?:[ \t]+(.*))?$")
+_ATX_CLOSING = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
+_SETEXT = re.compile(r"(?:=+|-+)[ \t]*$")
+_THEMATIC = re.compile(r"(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$")
+_LIST_ITEM = re.compile(r"(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
+_TABLE_DELIM = re.compile(r"\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
+_INLINE_OPEN = re.compile(r"[`%<$]")  # a one-character class lets `re` scan fast; the rest is checked by hand
+_BACKTICKS = re.compile(r"`+")
+_BACKTICK_CLOSERS: dict[int, re.Pattern[str]] = {}
+
+# scanner modes
+_NORMAL, _FENCE, _MATH, _COMMENT = range(4)
+
+
+@dataclass
+class Layout:
+    """Where things are in a body (all offsets index the body string)."""
+
+    ignored: list[tuple[int, int]] = field(default_factory=list)  # code, comments, math
+    hidden: list[tuple[int, int]] = field(default_factory=list)  # comments and math: kept out of contexts
+    blocks: list[tuple[int, int, BlockKind]] = field(default_factory=list)  # prose, in document order
+    # (offset, level, text, 0-based body line)
+    headings: list[tuple[int, int, str, int]] = field(default_factory=list)
+    line_starts: list[int] = field(default_factory=list)
+
+
+def _backtick_closer(n: int) -> re.Pattern[str]:
+    pattern = _BACKTICK_CLOSERS.get(n)
+    if pattern is None:
+        pattern = _BACKTICK_CLOSERS[n] = re.compile(rf"(?<!`)`{{{n}}}(?!`)")
+    return pattern
+
+
+def _indent(text: str) -> int:
+    """Leading columns, a tab counting to the next multiple of 4 (CommonMark)."""
+    col = 0
+    for ch in text:
+        if ch == " ":
+            col += 1
+        elif ch == "\t":
+            col += 4 - col % 4
+        else:
+            break
+    return col
+
+
+def heading_text(raw: str) -> str:
+    """ATX heading content without the optional closing `#` sequence."""
+    return _ATX_CLOSING.sub("", raw.strip()).strip()
+
+
+class _Scanner:
+    def __init__(self, body: str) -> None:
+        self.body = body
+        self.out = Layout()
+        self.mode = _NORMAL
+        self.closer = ""  # what ends the current comment
+        self.fence_char = ""
+        self.fence_len = 0
+        self.fence_quoted = False
+        self.para_start = -1
+        self.para_end = -1
+        self.para_kind = "para"
+        self.para_line = 0
+        self.para_quoted = False
+        self.in_list = False
+        self.in_table = False
+
+    # -- paragraphs -------------------------------------------------------------------------------------
+    def open_para(self, start: int, end: int, kind: BlockKind, line: int, quoted: bool) -> None:
+        self.para_start, self.para_end, self.para_kind = start, end, kind
+        self.para_line, self.para_quoted = line, quoted
+
+    def flush(self) -> None:
+        """Close the open paragraph; its inline scan may open a comment that outlives it."""
+        if self.para_start < 0:
+            return
+        start, end = self.para_start, self.para_end
+        self.para_start = -1
+        self.out.blocks.append((start, end, self.para_kind))
+        self.scan_inline(start, end)
+
+    def scan_inline(self, start: int, end: int) -> None:
+        """Mark code spans, comments and `$$` math in body[start:end], leftmost opener first."""
+        body, ignored = self.body, self.out.ignored
+        pos = start
+        while True:
+            m = _INLINE_OPEN.search(body, pos, end)
+            if m is None:
+                return
+            a = m.start()
+            c = body[a]
+            if c == "`":
+                run = _BACKTICKS.match(body, a, end).end()
+                if a > start and _escaped(body, a, start):
+                    pos = a + 1  # `\`` is a literal backtick; the rest of the run may still open a span
+                    continue
+                close = _backtick_closer(run - a).search(body, run, end)
+                if close is None:
+                    pos = run  # no matching run: the backticks are literal
+                    continue
+                ignored.append((a, close.end()))
+                pos = close.end()
+            elif c == "$":
+                j = body.find("$$", a + 2, end) if body.startswith("$$", a) else -1
+                if j < 0:
+                    pos = a + 1  # a lone `$`, or `$$` never closed in this paragraph: literal
+                    continue
+                ignored.append((a, j + 2))
+                self.out.hidden.append((a, j + 2))
+                pos = j + 2
+            else:
+                closer = "%%" if c == "%" else "-->"
+                opener = "%%" if c == "%" else "<!--"
+                if not body.startswith(opener, a):
+                    pos = a + 1
+                    continue
+                j = body.find(closer, a + len(opener), end)
+                if j < 0:
+                    # an unclosed comment hides everything after it, later paragraphs included
+                    ignored.append((a, end))
+                    self.out.hidden.append((a, end))
+                    self.mode, self.closer = _COMMENT, closer
+                    return
+                ignored.append((a, j + len(closer)))
+                self.out.hidden.append((a, j + len(closer)))
+                pos = j + len(closer)
+
+    # -- lines ------------------------------------------------------------------------------------------
+    def feed(self, lines: list[str]) -> Layout:
+        out = self.out
+        starts = out.line_starts
+        off = 0
+        for text in lines:
+            starts.append(off)
+            off += len(text) + 1
+        n = len(lines)
+        for i, line in enumerate(lines):
+            start = starts[i]
+            end = start + len(line)
+            if self.mode == _NORMAL:  # fast paths for the two commonest lines
+                if not line:
+                    self.flush()
+                    self.in_table = False
+                    continue
+                if line[0].isalpha() and "|" not in line:  # prose at the margin: a paragraph line
+                    if self.para_start >= 0:
+                        self.para_end = end
+                    else:
+                        self.in_list = False
+                        self.open_para(start, end, "para", i, False)
+                    continue
+            content, quoted = line, False
+            if ">" in line[:4] and line.lstrip(" ").startswith(">"):
+                q = _QUOTE.match(line)
+                if q:
+                    content, quoted = line[q.end() :], True
+            while True:  # a line is re-dispatched when closing a paragraph opened a comment
+                mode = self.mode
+                if mode == _FENCE:
+                    if self.fence_quoted and not quoted:
+                        self.mode = _NORMAL  # the blockquote holding the fence ended
+                        continue
+                    s = content.lstrip(" ")
+                    t = s.rstrip(" \t")
+                    if (
+                        (len(content) - len(s) < 4 or self.in_list)
+                        and len(t) >= self.fence_len
+                        and t == self.fence_char * len(t)
+                    ):
+                        self.mode = _NORMAL
+                    out.ignored.append((start, end))
+                    break
+                if mode in (_MATH, _COMMENT):
+                    closer = "$$" if mode == _MATH else self.closer
+                    j = line.find(closer)
+                    cut = end if j < 0 else start + j + len(closer)
+                    out.ignored.append((start, cut))
+                    out.hidden.append((start, cut))
+                    if j >= 0:
+                        self.mode = _NORMAL
+                        if line[j + len(closer) :].strip():
+                            self.open_para(cut, end, "para", i, quoted)
+                    break
+                if self.normal_line(i, start, end, content, quoted, lines, n):
+                    continue
+                break
+        self.flush()
+        return out
+
+    def normal_line(self, i: int, start: int, end: int, content: str, quoted: bool, lines: list[str], n: int) -> bool:
+        """Handle one line outside code and comments; True asks for a re-dispatch of the same line."""
+        stripped = content.lstrip(" \t")
+        if not stripped:
+            self.flush()
+            self.in_table = False
+            return False
+        para_open = self.para_start >= 0
+        if para_open and quoted and not self.para_quoted:
+            self.flush()  # a blockquote starts a new block
+            if self.mode != _NORMAL:
+                return True
+            para_open = False
+        indent = _indent(content) if len(stripped) != len(content) else 0
+        if indent >= 4 and not para_open and not self.in_list:
+            self.out.ignored.append((start, end))  # indented code block
+            return False
+        first = stripped[0]
+        near = indent < 4 or self.in_list
+        if near and (first == "`" or first == "~"):
+            m = _FENCE_OPEN.match(stripped)
+            if m and (first == "~" or "`" not in m.group(2)):
+                self.flush()
+                if self.mode != _NORMAL:
+                    return True
+                self.mode = _FENCE
+                self.fence_char, self.fence_len, self.fence_quoted = first, len(m.group(1)), quoted
+                self.out.ignored.append((start, end))
+                return False
+        if near and first == "$" and stripped.startswith("$$"):
+            self.flush()
+            if self.mode != _NORMAL:
+                return True
+            col = end - len(stripped)
+            j = self.body.find("$$", col + 2)
+            if j >= 0 and j < end:  # `$$ x $$` on one line
+                self.out.ignored.append((col, j + 2))
+                self.out.hidden.append((col, j + 2))
+                if self.body[j + 2 : end].strip():
+                    self.open_para(j + 2, end, "para", i, quoted)
+                return False
+            if j >= 0:
+                self.out.ignored.append((start, end))
+                self.out.hidden.append((start, end))
+                self.mode = _MATH
+                return False
+            # no closing `$$` anywhere: literal text, fall through
+        if indent < 4 and first == "#":
+            m = _ATX.match(stripped)
+            if m:
+                self.flush()
+                if self.mode != _NORMAL:
+                    return True
+                self.out.headings.append((start, len(m.group(1)), heading_text(m.group(2) or ""), i))
+                self.in_list = self.in_table = False
+                self.open_para(start, end, "heading", i, quoted)
+                self.flush()
+                return False
+        if (
+            para_open
+            and self.para_kind == "para"
+            and indent < 4
+            and (first == "=" or first == "-")
+            and _SETEXT.match(stripped)
+        ):
+            text = " ".join(part.strip() for part in self.body[self.para_start : self.para_end].split("\n"))
+            level = 1 if first == "=" else 2
+            self.out.headings.append((self.para_start, level, text.strip(), self.para_line))
+            self.para_kind = "heading"
+            self.flush()
+            return False
+        if indent < 4 and first in "-*_" and _THEMATIC.match(stripped):
+            self.flush()  # `***` / `- - -`: a thematic break, neither a list item nor text
+            return self.mode != _NORMAL
+        if indent < 4 and first in "-*+0123456789" and _LIST_ITEM.match(stripped):
+            self.flush()
+            if self.mode != _NORMAL:
+                return True
+            self.in_list, self.in_table = True, False
+            self.open_para(start, end, "list", i, quoted)
+            return False
+        if "|" in stripped and (self.in_table or self._table_starts(i, lines, n)):
+            self.flush()
+            if self.mode != _NORMAL:
+                return True
+            self.in_table = True
+            self.open_para(start, end, "row", i, quoted)
+            self.flush()
+            return False
+        self.in_table = False
+        if para_open:
+            self.para_end = end
+            return False
+        if indent < 2:
+            self.in_list = False  # a paragraph at the margin ends the list
+        self.open_para(start, end, "para", i, quoted)
+        return False
+
+    @staticmethod
+    def _table_starts(i: int, lines: list[str], n: int) -> bool:
+        if i + 1 >= n:
+            return False
+        nxt = lines[i + 1].strip()
+        if "|" not in nxt or "-" not in nxt:
+            return False
+        nxt = _QUOTE.sub("", nxt, count=1) if nxt.startswith(">") else nxt
+        return _TABLE_DELIM.match(nxt) is not None
+
+
+def _escaped(body: str, pos: int, floor: int) -> bool:
+    """True when body[pos] is preceded by an odd run of backslashes."""
+    k = pos - 1
+    while k >= floor and body[k] == "\\":
+        k -= 1
+    return (pos - 1 - k) % 2 == 1
+
+
+def lay_out(body: str) -> Layout:
+    """Mark code, comments, math, prose blocks and headings in a body with "\\n" line ends."""
+    return _Scanner(body).feed(body.split("\n"))

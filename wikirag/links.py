@@ -1,0 +1,164 @@
+"""Obsidian's link resolution, as data.
+
+`LinkIndex` is built once from the vault's note and attachment paths; `add`/`remove` keep it current for
+one file. Lookups go through dicts keyed by NFC + casefold text (notes with and without `.md`), so
+resolving a link never scans the vault. Rules, in order (docs/parsing.md has the fixtures):
+
+1. An empty target (`[[#Heading]]`, `[text](#h)`) is the linking note itself: status "self".
+2. `./x` and `../x` resolve from the linking note's folder, `/x` from the vault root; exact path only.
+3. Otherwise the target is a name or a path, `.md` optional, case-insensitive, NFC-normalised.
+   Candidates: every file whose path ends with the target (`b/Note` matches `a/b/Note.md`).
+4. One candidate: "resolved". Several: the tie-break picks, in order, the file whose vault path is
+   exactly the target (`[[Note]]` -> `Note.md` at the root), the file at the target taken relative to
+   the linking note's folder, a file in the linking note's own folder, then the fewest folders deep,
+   then the alphabetically first path. A bare name shared by several files is "ambiguous" (with the
+   chosen `path` and all `candidates`); a path-qualified target matching one path exactly is "resolved".
+5. A link that lands on the linking note itself is "self". No candidate: "unresolved".
+"""
+
+from __future__ import annotations
+
+import posixpath
+import unicodedata
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+
+from wikirag.models import Resolution, WikiLink
+
+
+def fold(text: str) -> str:
+    """The identity Obsidian uses for names and paths: NFC, then case-folded."""
+    return unicodedata.normalize("NFC", text).casefold()
+
+
+def is_note(path: str) -> bool:
+    return path[-3:].lower() == ".md"
+
+
+def name_keys(path: str) -> tuple[str, ...]:
+    """The folded names a file answers to: `Note.md` -> ("note.md", "note"); `img.png` -> ("img.png",)."""
+    base = fold(posixpath.basename(path))
+    return (base, base[:-3]) if is_note(path) else (base,)
+
+
+@lru_cache(maxsize=65536)  # the same targets recur across a vault
+def link_name_key(target: str) -> str:
+    """The folded last segment of a link target: the only name key a link can resolve through."""
+    return fold(target.strip().rsplit("/", 1)[-1])
+
+
+_UNRESOLVED = Resolution("unresolved")
+
+
+class LinkIndex:
+    """Name and path lookups for a set of vault files (notes are the `.md` ones)."""
+
+    def __init__(self, paths: Iterable[str] = ()) -> None:
+        self._by_name: dict[str, list[str]] = {}
+        self._by_path: dict[str, list[str]] = {}
+        self._resolved: dict[str, Resolution] = {}
+        for path in paths:
+            self.add(path)
+
+    def __contains__(self, path: str) -> bool:
+        return path in self._by_path.get(fold(path), ())
+
+    def add(self, path: str) -> None:
+        for key in name_keys(path):
+            bucket = self._by_name.setdefault(key, [])
+            if path not in bucket:
+                bucket.append(path)
+        for key in self._path_keys(path):
+            bucket = self._by_path.setdefault(key, [])
+            if path not in bucket:
+                bucket.append(path)
+
+    def remove(self, path: str) -> None:
+        self._resolved.pop(path, None)
+        for table, keys in ((self._by_name, name_keys(path)), (self._by_path, self._path_keys(path))):
+            for key in keys:
+                bucket = table.get(key)
+                if bucket and path in bucket:
+                    bucket.remove(path)
+                    if not bucket:
+                        del table[key]
+
+    def duplicate_names(self) -> list[list[str]]:
+        """Groups of notes sharing a name (case-insensitive), each sorted, groups sorted."""
+        groups = []
+        for key, paths in self._by_name.items():
+            notes = [p for p in paths if is_note(p) and name_keys(p)[1] == key]
+            if len(notes) > 1:
+                groups.append(sorted(notes))
+        return sorted(groups)
+
+    @staticmethod
+    def _path_keys(path: str) -> tuple[str, ...]:
+        key = fold(path)
+        return (key, key[:-3]) if is_note(path) else (key,)
+
+    # -- resolution -------------------------------------------------------------------------------------
+    def resolve(self, link: WikiLink, from_path: str) -> Resolution:
+        """Where `link`, written in the note at `from_path`, points."""
+        target = link.target if link.target.isascii() else unicodedata.normalize("NFC", link.target)
+        target = target.strip()
+        if not target:
+            return Resolution("self", from_path)
+        if target[0] in "./" and target.startswith(("./", "../", "/")):
+            folder = "" if target[0] == "/" else posixpath.dirname(from_path)
+            joined = posixpath.join(folder, target.lstrip("/"))
+            path = posixpath.normpath(joined) if joined else ""
+            if path.startswith("../") or path in ("..", "."):
+                return _UNRESOLVED  # climbs out of the vault
+            return self._exact(path, from_path)
+
+        key = target.casefold()
+        if "/" not in key:
+            candidates = self._by_name.get(key, ())
+            if len(candidates) == 1:  # the common case: a unique name
+                return self._found(candidates[0], (), from_path)
+        folder = posixpath.dirname(from_path)
+        exact = self._by_path.get(key, ())
+        relative = self._by_path.get(fold(f"{folder}/{target}"), ()) if folder else ()
+        if "/" in key:
+            # a path-qualified target: a full vault path, a path relative to the note, or a path suffix
+            if len(exact) == 1 or (not exact and len(relative) == 1):
+                return self._found((exact or relative)[0], (), from_path)
+            suffix = "/" + key
+            names = self._by_name.get(link_name_key(target), ())
+            candidates = [p for p in names if any(k.endswith(suffix) for k in self._path_keys(p))]
+            if len(candidates) == 1:
+                return self._found(candidates[0], (), from_path)
+        if not candidates:
+            return _UNRESOLVED
+        chosen = min(candidates, key=lambda p: _rank(p, exact, relative, folder))
+        return self._found(chosen, tuple(sorted(candidates)), from_path)
+
+    def _exact(self, path: str, from_path: str) -> Resolution:
+        hits = self._by_path.get(fold(path), ())
+        if not hits:
+            return Resolution("unresolved")
+        chosen = min(hits, key=lambda p: (p != path, p))  # case-only twins: the exact spelling first
+        return self._found(chosen, (), from_path)
+
+    def _found(self, path: str, candidates: tuple[str, ...], from_path: str) -> Resolution:
+        if path == from_path:
+            return Resolution("self", path, candidates, not is_note(path))
+        if candidates:
+            return Resolution("ambiguous", path, candidates, not is_note(path))
+        hit = self._resolved.get(path)  # Resolutions are immutable: one per file is enough
+        if hit is None:
+            hit = self._resolved[path] = Resolution("resolved", path, (), not is_note(path))
+        return hit
+
+
+def _rank(path: str, exact: Sequence[str], relative: Sequence[str], folder: str) -> tuple:
+    """Sort key of the tie-break: lower wins."""
+    return (
+        path not in exact,
+        path not in relative,
+        posixpath.dirname(path) != folder,
+        path.count("/"),
+        fold(path),
+        path,
+    )

@@ -1,0 +1,256 @@
+"""Frontmatter ("Properties" in Obsidian): find the block, load its YAML, read the keys wikirag uses.
+
+Obsidian reads frontmatter only when the very first line of the file is `---`; the block ends at the next
+line that is `---` (trailing spaces allowed). Without a closing line there is no frontmatter. YAML is
+loaded through python-frontmatter's handler (libyaml's safe loader when present). Every failure
+becomes a one-line `error`; the block still counts as frontmatter, so its text is never read as body.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from frontmatter.default_handlers import YAMLHandler
+
+_YAML = YAMLHandler()
+_CLOSE = re.compile(r"^---[ \t]*$", re.MULTILINE)
+_OPEN = re.compile(r"---[ \t]*\n")
+_SPLIT_LIST = re.compile(r"\s*,\s*")
+_SPLIT_TAGS = re.compile(r"[\s,]+")
+ROUTES = ("inject", "extract", "skip")
+_MAX_NODES = 10_000  # values in one frontmatter block; guards YAML alias bombs
+_MAX_DEPTH = 32  # nesting; guards self-referencing anchors
+
+
+@dataclass
+class FrontmatterBlock:
+    """The raw block: `text` is the YAML between the fences, `lines` the lines the block takes."""
+
+    text: str
+    lines: int
+
+
+@dataclass
+class Properties:
+    data: dict = field(default_factory=dict)
+    error: str | None = None
+    title: str | None = None
+    type: str | None = None
+    description: str | None = None
+    aliases: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    route_override: str | None = None
+
+
+class _TooBig(Exception):
+    pass
+
+
+def split_frontmatter(text: str) -> tuple[FrontmatterBlock | None, str]:
+    """Return (block or None, body). `text` has "\\n" line ends."""
+    if not text.startswith("---"):
+        return None, text
+    first = _OPEN.match(text)
+    if first is None:
+        return None, text
+    close = _CLOSE.search(text, first.end())
+    if close is None:
+        return None, text
+    nl = text.find("\n", close.end())
+    body = "" if nl < 0 else text[nl + 1 :]
+    lines = text.count("\n", 0, close.start()) + 1
+    return FrontmatterBlock(text[first.end() : close.start()], lines), body
+
+
+def load_properties(block: FrontmatterBlock) -> Properties:
+    """Load the YAML and read the known keys; never raises."""
+    simple = load_simple_yaml(block.text)
+    if simple is not None:
+        return _read_known_keys(simple)
+    try:
+        raw = _YAML.load(block.text)
+    except Exception as exc:  # YAML errors, bad dates (ValueError), recursion: all one line
+        return Properties(error=_yaml_error(exc))
+    if raw is None:
+        return Properties()
+    if not isinstance(raw, dict):
+        return Properties(error=f"frontmatter is a YAML {type(raw).__name__}, not a mapping of keys")
+    try:
+        data = _json_safe(raw, [0], 0)
+    except _TooBig:
+        return Properties(error="frontmatter too large or self-referencing (YAML anchors)")
+    return _read_known_keys(data)
+
+
+# -- fast path --------------------------------------------------------------------------------------------
+# Most frontmatter is `key: word`, `key: [a, b]`, `key: 2024-03-14`. PyYAML takes ~40 us for four such
+# lines, a fifth of the per-note budget, so those shapes are read here; anything else (and any value
+# YAML would type as bool, null, float or octal) goes to PyYAML. tests/test_property.py checks the two
+# agree on generated blocks.
+_SIMPLE_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*):(?: +(.*?))? *$")
+_FLOW_ITEM = re.compile(r' *(?:"([^"\\\n]*)"|\'([^\'\n]*)\'|([^,\[\]{}"\'\n]*?)) *(,|\]$)')
+_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
+_DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
+_SPECIAL = frozenset(":#[]{},\"'&*!|>%@`\t")
+_YAML_WORDS = frozenset("yes no true false on off null".split())
+
+
+class _NotSimple(Exception):
+    pass
+
+
+def load_simple_yaml(text: str) -> dict | None:
+    """Read frontmatter made only of simple `key: value` lines; None means "ask PyYAML"."""
+    data: dict[str, Any] = {}
+    try:
+        for line in text.split("\n"):
+            if not line.strip():
+                continue
+            m = _SIMPLE_LINE.fullmatch(line) if line.isprintable() else None  # YAML rejects controls
+            if m is None or m.group(1).lower() in _YAML_WORDS:
+                return None
+            data[m.group(1)] = _simple_value(m.group(2) or "")
+    except _NotSimple:
+        return None
+    return data
+
+
+def _simple_value(text: str) -> Any:
+    if not text:
+        return None
+    first = text[0]
+    if first == "[":
+        if not text.endswith("]"):
+            raise _NotSimple
+        if text[1:-1].strip() == "":
+            return []
+        items, pos = [], 1
+        while pos < len(text):
+            m = _FLOW_ITEM.match(text, pos)
+            if m is None:
+                raise _NotSimple
+            dq, sq, plain = m.group(1), m.group(2), m.group(3)
+            items.append(dq if dq is not None else sq if sq is not None else _simple_scalar(plain))
+            pos = m.end()
+        return items
+    if first == '"' and len(text) > 1 and text.endswith('"') and not _SPECIAL_DQ.intersection(text[1:-1]):
+        return text[1:-1]
+    if first == "'" and len(text) > 1 and text.endswith("'") and "'" not in text[1:-1]:
+        return text[1:-1]
+    return _simple_scalar(text)
+
+
+_SPECIAL_DQ = frozenset('"\\')
+
+
+def _simple_scalar(text: str) -> Any:
+    if _INT.fullmatch(text):
+        return int(text)
+    m = _DATE.fullmatch(text)
+    if m:
+        try:
+            return dt.date(int(m.group(1)), int(m.group(2)), int(m.group(3))).isoformat()
+        except ValueError:
+            raise _NotSimple from None  # PyYAML reports the bad date
+    if not text or not (text[0].isalpha() or text[0] == "_") or text.lower() in _YAML_WORDS:
+        raise _NotSimple
+    if _SPECIAL.intersection(text) or text != text.strip():
+        raise _NotSimple
+    return text
+
+
+def _read_known_keys(data: dict) -> Properties:
+    by_key: dict[str, list[Any]] = {}
+    for key, value in data.items():
+        by_key.setdefault(key.strip().lower(), []).append(value)
+
+    def first_text(*names: str) -> str | None:
+        for name in names:
+            for value in by_key.get(name, ()):
+                if isinstance(value, (str, int, float)):  # dates are ISO strings by now
+                    text = str(value).strip()
+                    if text:
+                        return text
+        return None
+
+    route = (first_text("wikirag") or "").lower()
+    return Properties(
+        data=data,
+        title=first_text("title"),
+        type=first_text("type"),
+        description=first_text("description", "summary"),
+        aliases=_strings([*by_key.get("aliases", ()), *by_key.get("alias", ())], _SPLIT_LIST),
+        tags=_tags([*by_key.get("tags", ()), *by_key.get("tag", ())]),
+        route_override=route if route in ROUTES else None,
+    )
+
+
+def _strings(values: list[Any], splitter: re.Pattern[str]) -> list[str]:
+    """Flatten str | list | scalar values into unique non-empty strings, splitting strings."""
+    out: list[str] = []
+    seen: set[str] = set()
+    stack = list(reversed(values))
+    while stack:
+        value = stack.pop()
+        if value is None or isinstance(value, dict):
+            continue
+        if isinstance(value, list):
+            stack.extend(reversed(value))
+            continue
+        for part in splitter.split(str(value)):
+            part = part.strip()
+            if part and part not in seen:
+                seen.add(part)
+                out.append(part)
+    return out
+
+
+def _tags(values: list[Any]) -> list[str]:
+    out: list[str] = []
+    for tag in _strings(values, _SPLIT_TAGS):
+        tag = tag.lstrip("#").lower()
+        if tag and not tag.isdigit() and tag not in out:  # Obsidian: a tag needs one non-digit
+            out.append(tag)
+    return out
+
+
+def _json_safe(value: Any, count: list[int], depth: int) -> Any:
+    count[0] += 1
+    if count[0] > _MAX_NODES or depth > _MAX_DEPTH:
+        raise _TooBig
+    if isinstance(value, dict):
+        return {_key(k): _json_safe(v, count, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [_json_safe(v, count, depth + 1) for v in value]
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, (dt.date, dt.time)):  # datetime is a date
+        return value.isoformat()
+    if isinstance(value, bytes):  # YAML !!binary
+        return value.decode("utf-8", "replace")
+    return str(value)
+
+
+def _key(key: Any) -> str:
+    if isinstance(key, (dt.date, dt.time)):
+        return key.isoformat()
+    if key is None:
+        return "null"
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    return str(key)
+
+
+def _yaml_error(exc: Exception) -> str:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).split("\n", 1)[0] or type(exc).__name__
+    if isinstance(exc, RecursionError):
+        problem = "nested too deeply"
+    where = f" at line {mark.line + 2}" if mark is not None else ""  # +1 for the `---`, +1 for 1-based
+    return f"invalid YAML{where}: {problem}"
