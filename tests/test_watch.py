@@ -99,7 +99,7 @@ def test_scripted_edits_end_equal_to_a_fresh_index(vault, tmp_path):
         os.replace(tmp, vault / "projects" / "Bombe.md")
         (vault / "projects" / "Bombe.md.swp").write_bytes(b"\x00swap")
         watcher.settle()
-        assert snapshot(watcher.config) == fresh_snapshot(vault, tmp_path / "fresh")
+    assert snapshot(watcher.config) == fresh_snapshot(vault, tmp_path / "fresh")
 
 
 def test_a_burst_of_500_files_is_coalesced(tmp_path):
@@ -112,7 +112,7 @@ def test_a_burst_of_500_files_is_coalesced(tmp_path):
         watcher.settle()
         assert len(watcher.batches) <= 5, [b.paths_touched for b in watcher.batches]
         assert sum(b.notes_new for b in watcher.batches) == 500
-        assert snapshot(watcher.config) == fresh_snapshot(vault, tmp_path / "fresh")
+    assert snapshot(watcher.config) == fresh_snapshot(vault, tmp_path / "fresh")
 
 
 def test_an_unresolved_embed_resolves_when_its_attachment_appears(vault, tmp_path):
@@ -123,7 +123,7 @@ def test_an_unresolved_embed_resolves_when_its_attachment_appears(vault, tmp_pat
         watcher.settle()
         nodes = snapshot(watcher.config)["nodes"]
         assert nodes["rotor-photo.png"]["type"] == "attachment"
-        assert snapshot(watcher.config) == fresh_snapshot(vault, tmp_path / "fresh")
+    assert snapshot(watcher.config) == fresh_snapshot(vault, tmp_path / "fresh")
 
 
 def test_watch_holds_the_writer_lock(vault, tmp_path):

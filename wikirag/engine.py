@@ -16,13 +16,14 @@ import contextlib
 import logging
 import os
 import tempfile
+import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from .chunking import lightrag_chunking_func
 from .config import WikiragConfig
 from .embeddings import EmbeddingCounter, EmbeddingSpec, make_embedding_func
-from .errors import ConfigError, LLMNotConfigured
+from .errors import ConfigError, LLMNotConfigured, StoreLocked
 from .tokens import lightrag_tokenizer
 
 FILE_STORAGES = {
@@ -64,6 +65,37 @@ async def _no_llm(prompt: str, *args: Any, **kwargs: Any) -> str:
     raise LLMNotConfigured("this step needs an LLM and none is configured (set WIKIRAG_LLM)")
 
 
+# LightRAG keeps each workspace's storage data in process-wide shared dicts keyed by the workspace name
+# alone, not by folder: two stores holding a workspace of the same name would read each other's data
+# inside one process. We track which store each open workspace belongs to, refuse a clash, and reset
+# the shared data when the process's last engine closes.
+_open_workspaces: dict[str, tuple[str, int]] = {}  # workspace -> (store path, engines open)
+_open_lock = threading.Lock()
+
+
+def _claim_workspace(config: WikiragConfig) -> None:
+    store = str(config.store.resolve())
+    with _open_lock:
+        owner, count = _open_workspaces.get(config.workspace, (store, 0))
+        if owner != store:
+            raise StoreLocked(
+                f"this process already has workspace {config.workspace!r} open from {owner}; "
+                "close it before opening the same workspace name from another store"
+            )
+        _open_workspaces[config.workspace] = (store, count + 1)
+
+
+def _release_workspace(config: WikiragConfig) -> None:
+    with _open_lock:
+        owner, count = _open_workspaces.pop(config.workspace)
+        if count > 1:
+            _open_workspaces[config.workspace] = (owner, count - 1)
+        elif not _open_workspaces:
+            from lightrag.kg.shared_storage import finalize_share_data
+
+            finalize_share_data()
+
+
 @contextlib.asynccontextmanager
 async def open_engine(
     config: WikiragConfig,
@@ -81,23 +113,27 @@ async def open_engine(
 
     counter = embedding_counter or EmbeddingCounter()
     config.workspace_dir.mkdir(parents=True, exist_ok=True)
-    rag = LightRAG(
-        working_dir=str(config.store),
-        workspace=config.workspace,
-        embedding_func=embedding_func or make_embedding_func(embedding_spec(config), counter,
-                                                            config.embedding.base_url),
-        llm_model_func=llm_func or _no_llm,
-        # Part of LightRAG's LLM cache key: switching models never reuses another model's answers.
-        llm_model_name=config.llm.model or "none",
-        tokenizer=lightrag_tokenizer(config.index.encoding),
-        chunk_token_size=config.index.chunk_token_size,
-        chunk_overlap_token_size=config.index.chunk_overlap_token_size,
-        chunking_func=lightrag_chunking_func(),
-        enable_content_headings=True,
-        **(storages or FILE_STORAGES),
-    )
-    await rag.initialize_storages()
+    _claim_workspace(config)
     try:
-        yield rag
+        rag = LightRAG(
+            working_dir=str(config.store),
+            workspace=config.workspace,
+            embedding_func=embedding_func or make_embedding_func(embedding_spec(config), counter,
+                                                                config.embedding.base_url),
+            llm_model_func=llm_func or _no_llm,
+            # Part of LightRAG's LLM cache key: switching models never reuses another model's answers.
+            llm_model_name=config.llm.model or "none",
+            tokenizer=lightrag_tokenizer(config.index.encoding),
+            chunk_token_size=config.index.chunk_token_size,
+            chunk_overlap_token_size=config.index.chunk_overlap_token_size,
+            chunking_func=lightrag_chunking_func(),
+            enable_content_headings=True,
+            **(storages or FILE_STORAGES),
+        )
+        await rag.initialize_storages()
+        try:
+            yield rag
+        finally:
+            await rag.finalize_storages()
     finally:
-        await rag.finalize_storages()
+        _release_workspace(config)
