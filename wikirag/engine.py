@@ -47,8 +47,9 @@ def import_lightrag():
                 import lightrag.base  # noqa: F401  (the module that loads .env)
             finally:
                 os.chdir(here)
-    # LightRAG logs every storage step at INFO; wikirag reports its own summary.
-    logging.getLogger("lightrag").setLevel(logging.WARNING)
+    # LightRAG and its vector DB log every storage step at INFO; wikirag reports its own summary.
+    for name in ("lightrag", "nano-vectordb"):
+        logging.getLogger(name).setLevel(logging.WARNING)
     import lightrag
 
     return lightrag

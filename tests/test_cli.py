@@ -1,0 +1,161 @@
+"""Every command through Typer's runner on real files; effects checked through the library."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import networkx as nx
+import pytest
+from typer.testing import CliRunner
+
+from tests.storekit import HashEmbedding, copy_vault, snapshot
+from wikirag import engine
+from wikirag.cli import app
+from wikirag.config import load_config
+from wikirag.ledger import Ledger
+
+SAMPLE = Path(__file__).resolve().parent.parent / "sample_vault"
+runner = CliRunner()
+
+
+@pytest.fixture
+def fast_embedding(monkeypatch):
+    """The ONNX model is the expensive boundary: swap in the hashing embedding for CLI tests."""
+    monkeypatch.setattr(engine, "make_embedding_func", lambda spec, counter, base_url=None: HashEmbedding().func())
+
+
+@pytest.fixture
+def vault(tmp_path: Path, fast_embedding) -> Path:
+    return copy_vault(SAMPLE, tmp_path / "vault")
+
+
+def invoke(*args: str):
+    result = runner.invoke(app, list(args))
+    return result
+
+
+def test_index_json_reports_what_the_store_holds(vault):
+    result = invoke("index", str(vault), "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    for key in ("notes_total", "notes_indexed", "notes_unchanged", "notes_deleted", "notes_failed", "entities",
+                "relations", "chunks", "llm_calls", "llm_input_tokens", "llm_output_tokens", "embedding_calls",
+                "seconds"):
+        assert key in report
+    snap = snapshot(load_config(vault))
+    assert report["entities"] == len(snap["nodes"])
+    assert report["relations"] == len(snap["edges"])
+    assert report["chunks"] == len(snap["chunks"])
+    again = json.loads(invoke("index", str(vault), "--json").stdout)
+    assert again["notes_indexed"] == 0 and again["notes_unchanged"] == report["notes_indexed"]
+
+
+def test_index_dry_run_writes_nothing(vault):
+    result = invoke("index", str(vault), "--dry-run", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["notes_new"] > 0
+    assert not (vault / ".wikirag").exists()
+
+
+def test_index_human_output_and_route_override(vault):
+    result = invoke("index", str(vault), "--route", "daily/*=skip")
+    assert result.exit_code == 0, result.output
+    assert "indexed into" in result.stdout
+    ledger = Ledger.load(load_config(vault).workspace_dir)
+    assert not any(p.startswith("daily/") for p in ledger.notes)
+
+
+def test_index_of_a_missing_folder_is_one_line(tmp_path):
+    result = invoke("index", str(tmp_path / "nope"))
+    assert result.exit_code == 1
+    assert result.output.strip().count("\n") == 0
+    assert "nope" in result.output and "Traceback" not in result.output
+
+
+def test_query_context_only_from_inside_the_vault(vault, monkeypatch):
+    assert invoke("index", str(vault)).exit_code == 0
+    monkeypatch.chdir(vault / "people")  # the store is found upwards, like git
+    result = invoke("query", "Who designed the Bombe?", "-m", "hybrid", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["answer"] is None and "no LLM" in data["no_answer_reason"]
+    assert "Bombe" in data["keywords"]["low_level"]
+    assert any(s["path"] == "projects/Bombe.md" for s in data["sources"])
+    assert all(s["obsidian_uri"].startswith("obsidian://open?vault=vault&file=") for s in data["sources"])
+    human = invoke("query", "Who designed the Bombe?", "-m", "naive")
+    assert human.exit_code == 0 and "No answer generated" in human.stdout and "Sources" in human.stdout
+
+
+def test_query_errors_are_one_line(vault, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("WIKIRAG_VAULT", raising=False)
+    result = invoke("query", "anything")
+    assert result.exit_code == 1 and "run `wikirag index" in result.output
+    assert invoke("index", str(vault)).exit_code == 0
+    bad = invoke("query", "anything", "--vault", str(vault), "-m", "sideways")
+    assert bad.exit_code == 1 and "unknown mode" in bad.output
+    bypass = invoke("query", "anything", "--vault", str(vault), "-m", "bypass")
+    assert bypass.exit_code == 1 and "LLM" in bypass.output
+
+
+def test_export_graphml_opens_in_networkx(vault, tmp_path):
+    assert invoke("index", str(vault)).exit_code == 0
+    out = tmp_path / "g.graphml"
+    result = invoke("export", "--vault", str(vault), "--format", "graphml", "-o", str(out))
+    assert result.exit_code == 0, result.output
+    graph = nx.read_graphml(out)
+    snap = snapshot(load_config(vault))
+    assert graph.number_of_nodes() == len(snap["nodes"])
+    assert graph.number_of_edges() == len(snap["edges"])
+    out_json = tmp_path / "g.json"
+    assert invoke("export", "--vault", str(vault), "--format", "json", "-o", str(out_json)).exit_code == 0
+    data = json.loads(out_json.read_text())
+    assert len(data["edges"]) == len(snap["edges"])
+    assert isinstance(data["nodes"][0]["source_id"], list)
+
+
+def test_stats_shows_graph_figures_once_indexed(vault):
+    before = json.loads(invoke("stats", str(vault), "--json").stdout)
+    assert before["graph"] is None
+    assert invoke("index", str(vault)).exit_code == 0
+    after = json.loads(invoke("stats", str(vault), "--json").stdout)
+    assert after["graph"]["nodes"] == len(snapshot(load_config(vault))["nodes"])
+
+
+def test_doctor_reports_each_check(vault):
+    result = invoke("doctor", str(vault), "--json")
+    assert result.exit_code == 0, result.output
+    checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
+    assert checks["tokenizer"]["status"] == "ok"
+    assert checks["store"]["status"] == "warn"  # no index yet
+    assert checks["llm"]["status"] == "skip"
+    assert invoke("index", str(vault)).exit_code == 0
+    checks = {c["name"]: c for c in json.loads(invoke("doctor", str(vault), "--json").stdout)["checks"]}
+    assert checks["store"]["status"] == "ok"
+
+
+def test_doctor_never_prints_a_key(vault, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-SECRET-0123456789abcdef")
+    result = invoke("doctor", str(vault), "--llm", "openai:gpt-4o-mini")
+    assert "SECRET" not in result.output
+    assert "OPENAI_API_KEY is set" in result.output.replace("\n", " ")
+
+
+def test_every_command_has_help_with_an_example():
+    for command in ("index", "query", "watch", "export", "doctor", "stats"):
+        result = invoke(command, "--help")
+        assert result.exit_code == 0, command
+        assert "Example" in result.output, command
+
+
+@pytest.mark.slow
+def test_sample_vault_end_to_end_with_the_real_embedding_model(tmp_path):
+    """No fakes: MiniLM embeddings, the real store, a context query."""
+    vault = copy_vault(SAMPLE, tmp_path / "vault")
+    result = invoke("index", str(vault), "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["embedding_texts"] > 0
+    answer = json.loads(invoke("query", "How did the Bombe use cribs?", "--vault", str(vault), "--json").stdout)
+    paths = {s["path"] for s in answer["sources"]}
+    assert {"projects/Bombe.md", "concepts/Cribs.md"} & paths
