@@ -9,6 +9,7 @@ salient phrases (both levels). Given keywords, `aquery_data` retrieves with no L
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import urllib.parse
@@ -168,8 +169,12 @@ async def query_store(
     context_only: bool = False,
     llm_func: Callable[..., Any] | None = None,
     on_token: Callable[[str], None] | None = None,
+    rag: Any = None,
+    ledger: Ledger | None = None,
     **engine_kwargs: Any,
 ) -> QueryResult:
+    """Retrieve (and answer, with an LLM) in one of LightRAG's modes. A caller asking many questions
+    passes an open `rag` (engine.open_engine) and the loaded `ledger` to skip reopening the store."""
     if mode not in MODES:
         raise QueryFailed(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
     if not question.strip():
@@ -178,7 +183,7 @@ async def query_store(
         raise StoreNotFound(f"{config.workspace_dir}: no index here; run `wikirag index {config.vault}` first")
     if mode == "bypass" and llm_func is None:
         raise QueryFailed("mode 'bypass' sends the question straight to the LLM, and none is configured")
-    ledger = Ledger.load(config.workspace_dir)
+    ledger = ledger or Ledger.load(config.workspace_dir)
     use_llm = llm_func is not None and not context_only
     high, low = ("", "")
     if not use_llm:
@@ -202,11 +207,14 @@ async def query_store(
     param_kwargs["enable_rerank"] = False  # no reranker is configured; LightRAG would warn per query
     param = QueryParam(**param_kwargs)
 
-    async with open_engine(config, llm_func=llm_func, **engine_kwargs) as rag:
+    async with contextlib.AsyncExitStack() as stack:
+        if rag is None:
+            rag = await stack.enter_async_context(open_engine(config, llm_func=llm_func, **engine_kwargs))
         if use_llm:
             raw = await rag.aquery_llm(question, param)
         else:
             raw = await rag.aquery_data(question, param)
+        # LightRAG returns None or a failure dict on some errors instead of raising.
         if not isinstance(raw, dict) or raw.get("status") == "failure":
             message = raw.get("message") if isinstance(raw, dict) else "LightRAG returned nothing"
             raise QueryFailed(f"query failed: {message}")
