@@ -57,3 +57,9 @@ def test_lightrag_chunking_func_matches_chunk_text():
     expected = chunk_text(text, TOK, 600, 60)
     assert [p["content"] for p in produced] == [c.content for c in expected]
     assert [p["tokens"] for p in produced] == [c.tokens for c in expected]
+
+
+def test_a_body_h1_equal_to_the_title_is_not_repeated():
+    assert heading_record("Bombe", ["Bombe", "Design"]) == {
+        "level": 2, "heading": "Design", "parent_headings": ["Bombe"]}
+    assert heading_record("Bombe", ["The machine"])["parent_headings"] == ["Bombe"]

@@ -124,9 +124,18 @@ def chunk_text(text: str, tokenizer: Any, size: int = 600, overlap: int = 60) ->
 
 
 
+def heading_path(title: str, headings: list[str]) -> list[str]:
+    """A chunk's breadcrumb: the note title, then its section path; a body opening with an H1 equal to
+    the title does not repeat it."""
+    path = list(headings)
+    if title and not (path and path[0].strip().casefold() == title.strip().casefold()):
+        path.insert(0, title)
+    return path
+
+
 def heading_record(title: str, headings: list[str]) -> dict[str, Any] | None:
-    """LightRAG's chunk `heading` field: the note title, then the section path."""
-    path = [title, *headings] if title else list(headings)
+    """LightRAG's chunk `heading` field, from `heading_path`."""
+    path = heading_path(title, headings)
     if not path:
         return None
     return {"level": len(headings), "heading": path[-1], "parent_headings": path[:-1]}

@@ -313,6 +313,10 @@ class Vault:
     def resolve(self, from_path: str, link: WikiLink) -> Resolution:
         return self._index.resolve(link, from_path)
 
+    def abs_path(self, path: str) -> Path:
+        """Where a note lives on disk (its own spelling there, e.g. NFD on macOS)."""
+        return self._abs.get(path) or self.root / path
+
     def outgoing(self, path: str) -> list[tuple[WikiLink, Resolution]]:
         """The note's links in document order (frontmatter first), each with its resolution."""
         return list(self._outgoing.get(path, ()))

@@ -1,0 +1,163 @@
+"""Routing: features from a parsed note, the default policy, overrides, and the sample vault."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from wikirag.errors import ConfigError
+from wikirag.models import ParsedNote, Resolution, WikiLink
+from wikirag.routing import (
+    ROUTES,
+    RouteSettings,
+    note_features,
+    override_for,
+    parse_route_overrides,
+    route_note,
+    route_vault,
+)
+from wikirag.tokens import count_tokens
+
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_vault"
+
+
+def link(target: str, context: str = "", status: str = "resolved", path: str | None = None,
+         frontmatter_key: str | None = None) -> tuple[WikiLink, Resolution]:
+    resolved_path = path if path is not None else (f"{target}.md" if status != "unresolved" else None)
+    return (WikiLink(raw=f"[[{target}]]", target=target, context=context, frontmatter_key=frontmatter_key),
+            Resolution(status, resolved_path))  # type: ignore[arg-type]
+
+
+def note(body: str, path: str = "n.md", **kw) -> ParsedNote:
+    return ParsedNote(path=path, name=path[:-3], title=path[:-3], body=body, words=len(body.split()), **kw)
+
+
+def test_settings_from_mapping():
+    assert RouteSettings.from_mapping(None) == RouteSettings()
+    s = RouteSettings.from_mapping({"min_resolved_links": "7", "max_uncovered_tokens": 40})
+    assert (s.min_resolved_links, s.max_uncovered_tokens) == (7, 40)
+    with pytest.raises(ConfigError, match=r"\[route\] min_links: unknown key"):
+        RouteSettings.from_mapping({"min_links": 3})
+    with pytest.raises(ConfigError, match="expected a number"):
+        RouteSettings.from_mapping({"min_prose_tokens": "many"})
+
+
+def test_features_count_links_targets_and_density():
+    body = "Alpha links [[A]] and [[B]]. Then [[A]] again and [[Nowhere]].\n"
+    outgoing = [link("A", "Alpha links A and B."), link("B", "Alpha links A and B."),
+                link("A", "Then A again and Nowhere."), link("Nowhere", "Then A again and Nowhere.", "unresolved"),
+                link("self", "", "self", path="n.md")]
+    f = note_features(note(body), outgoing)
+    assert (f.links, f.resolved_links, f.distinct_targets, f.unresolved_links) == (5, 3, 2, 1)
+    assert f.words == 10 and f.link_density == 50.0
+    assert f.body_tokens == count_tokens(body.strip())  # LightRAG strips documents
+    assert f.uncovered_prose_tokens == 0 and f.covered_tokens == f.prose_tokens  # every sentence has a link
+
+
+def test_code_and_headings_are_not_prose():
+    prose = "Just some prose words here, plain and simple."
+    body = f"# A heading\n\n{prose}\n\n```python\nprint('lots of code ' * 40)\n```\n"
+    f = note_features(note(body), [])
+    plain = note_features(note(prose), [])
+    assert f.prose_tokens < f.body_tokens
+    # token shares are measured by characters: close to the prose alone, not exact
+    assert abs(f.prose_tokens - plain.prose_tokens) <= 0.5 * plain.prose_tokens
+
+
+def test_uncovered_prose_is_what_no_link_sentence_covers():
+    linked = "Turing worked at [[Bletchley Park]] during the war."
+    free = "The rest of this note is long unlinked prose about many things. " * 10
+    f = note_features(note(f"{linked}\n\n{free}"), [link("Bletchley Park", linked.replace("[[", "").replace("]]", ""))])
+    assert 0 < f.covered_tokens < f.prose_tokens
+    assert f.uncovered_prose_tokens == f.prose_tokens - f.covered_tokens
+    assert abs(f.uncovered_prose_tokens - count_tokens(free)) <= 0.1 * count_tokens(free)
+
+
+def test_frontmatter_links_do_not_cover_prose_and_completeness():
+    n = note("Plain prose sentence here.", type="person", description="d", tags=["x"])
+    f = note_features(n, [link("A", "Plain prose sentence here.", frontmatter_key="related")])
+    assert f.resolved_links == 1 and f.covered_tokens == 0
+    assert f.frontmatter_completeness == 0.75
+
+
+def linked_note(links: int, extra_prose: str = "") -> tuple[ParsedNote, list]:
+    lines = [f"- [[Target {i}]] is one of the things this map links to." for i in range(links)]
+    outgoing = [link(f"Target {i}", lines[i][2:].replace("[[", "").replace("]]", "")) for i in range(links)]
+    return note("\n".join(lines) + ("\n\n" + extra_prose if extra_prose else "")), outgoing
+
+
+def test_policy_injects_well_linked_notes_with_little_free_prose():
+    n, outgoing = linked_note(6)
+    d = route_note(n, outgoing)
+    assert d.route == "inject" and d.source == "policy"
+    assert d.reason.startswith("6 resolved links to 6 notes, ")
+    assert d.features.uncovered_prose_tokens <= 3  # list markers and brackets are not prose
+
+
+def test_policy_extracts_notes_with_few_links():
+    n, outgoing = linked_note(2, "Some prose that says a few more things about the subject of this note.")
+    d = route_note(n, outgoing)
+    assert d.route == "extract"
+    assert d.reason == "2 resolved links (<5): LLM extraction with link hints"
+
+
+def test_policy_extracts_well_linked_notes_with_much_free_prose():
+    n, outgoing = linked_note(8, "A long paragraph of reasoning that no link sentence covers. " * 20)
+    d = route_note(n, outgoing)
+    assert d.route == "extract"
+    assert "prose tokens outside link sentences (>150)" in d.reason
+    assert route_note(n, outgoing, RouteSettings(max_uncovered_tokens=10_000)).route == "inject"
+
+
+@pytest.mark.parametrize("body", ["", "   \n\n", "# Only a heading\n", "ok"])
+def test_empty_and_near_empty_notes_are_injected(body):
+    d = route_note(note(body), [])
+    assert d.route == "inject"
+    assert "nothing for an LLM to read" in d.reason
+
+
+def test_frontmatter_override_and_command_line_override():
+    n, outgoing = linked_note(6)
+    n.route_override = "extract"
+    d = route_note(n, outgoing)
+    assert (d.route, d.source, d.reason) == ("extract", "frontmatter", "frontmatter says wikirag: extract")
+    d = route_note(n, outgoing, override="skip")
+    assert (d.route, d.source) == ("skip", "command line")
+    with pytest.raises(ConfigError):
+        route_note(n, outgoing, override="maybe")
+
+
+def test_invalid_frontmatter_route_is_ignored_and_named():
+    n, outgoing = linked_note(6)
+    n.route_override = "banana"
+    d = route_note(n, outgoing)
+    assert d.route == "inject" and "wikirag: 'banana' ignored" in d.reason
+
+
+def test_route_overrides_parse_and_match_globs():
+    parsed = parse_route_overrides(["extract", "daily/*=skip", "daily/keep.md=inject"])
+    assert parsed == [("*", "extract"), ("daily/*", "skip"), ("daily/keep.md", "inject")]
+    assert override_for("people/a.md", parsed) == "extract"
+    assert override_for("daily/2024.md", parsed) == "skip"
+    assert override_for("daily/keep.md", parsed) == "inject"
+    assert override_for("x.md", []) is None
+    with pytest.raises(ConfigError):
+        parse_route_overrides(["daily/*=later"])
+
+
+@pytest.mark.skipif(not SAMPLE.is_dir(), reason="sample vault not present")
+def test_sample_vault_routes_with_one_line_reasons():
+    from wikirag.vault import Vault
+
+    vault = Vault.load(SAMPLE)
+    decisions = route_vault(vault)
+    assert set(decisions) == set(vault.notes)
+    for path, d in decisions.items():
+        assert d.route in ROUTES
+        assert d.reason and "\n" not in d.reason, path
+    overridden = {p for p, n in vault.notes.items() if n.route_override in ROUTES}
+    assert all(decisions[p].source == "frontmatter" for p in overridden)
+    assert {d.route for d in decisions.values()} >= {"inject", "extract"}
+    everything = route_vault(vault, overrides=["skip"])
+    assert {d.route for d in everything.values()} == {"skip"}
