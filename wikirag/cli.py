@@ -22,6 +22,7 @@ from wikirag.pipeline import run_index
 from wikirag.query import ask, find_vault
 from wikirag.render import (
     issue_line,
+    render_cost_estimate,
     render_doctor,
     render_graph_stats,
     render_index_report,
@@ -296,6 +297,60 @@ def watch(
         _stderr().print("stopped; the next start catches up with anything changed meanwhile")
     except WikiragError as exc:
         fail(str(exc))
+
+
+# --- cost-estimate -------------------------------------------------------------------------------
+
+
+@app.command("cost-estimate")
+def cost_estimate(
+    vault: Annotated[Path, typer.Argument(help="The Obsidian vault folder.", show_default=False)],
+    *,
+    config_file: ConfigOpt = None,
+    exclude: ExcludeOpt = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="Price with this model (default: the LLM configured, or gpt-4o-mini).")
+    ] = None,
+    price_in: Annotated[float | None, typer.Option("--price-in", help="USD per 1M input tokens.")] = None,
+    price_out: Annotated[float | None, typer.Option("--price-out", help="USD per 1M output tokens.")] = None,
+    route: Annotated[
+        list[str] | None,
+        typer.Option("--route", metavar="[GLOB=]ROUTE", help="Force inject|extract|skip (repeatable)."),
+    ] = None,
+    top: Annotated[int, typer.Option("--top", help="How many of the most expensive notes to list.")] = 10,
+    as_json: JsonOpt = False,
+    as_csv: Annotated[bool, typer.Option("--csv", help="One row per note, for spreadsheets.")] = False,
+) -> None:
+    """Estimate what indexing would cost in LLM calls, tokens and money, before spending any.
+
+    Compares vanilla LightRAG (every note extracted), wikirag's routed plan, and links only.
+    Reads nothing but the vault: no store, no LLM, no network.
+
+    Example:
+
+        wikirag cost-estimate ~/Notes --model gpt-4o-mini
+        wikirag cost-estimate ~/Notes --csv > costs.csv
+    """
+    from wikirag.cost import csv_rows, estimate_for_config
+
+    try:
+        config = _config(vault, config_file=config_file, exclude=exclude, route=route)
+        values = {k: v for k, v in {"model": model, "price_in": price_in, "price_out": price_out}.items() if v}
+        estimate = estimate_for_config(config, values)
+    except WikiragError as exc:
+        fail(str(exc))
+    if as_json:
+        typer.echo(json.dumps(asdict(estimate), ensure_ascii=False, indent=2))
+    elif as_csv:
+        import csv
+        import sys
+
+        header, rows = csv_rows(estimate)
+        writer = csv.writer(sys.stdout)
+        writer.writerow(header)
+        writer.writerows(rows)
+    else:
+        render_cost_estimate(estimate, Console(), top=top)
 
 
 # --- export and doctor ---------------------------------------------------------------------------

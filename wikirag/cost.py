@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from .chunking import chunk_text, heading_path
+from .config import IndexSettings
 from .errors import ConfigError
 from .hints import note_hint
 from .inject import note_type
@@ -146,8 +147,8 @@ class CostSettings:
     # The tokenizer LightRAG chunks and counts with (wikirag passes IndexSettings.encoding).
     encoding: str = DEFAULT_ENCODING
     # wikirag's chunking (IndexSettings) and whether chunks carry LightRAG's `---Section Context---` block.
-    chunk_token_size: int = 600
-    chunk_overlap_token_size: int = 60
+    chunk_token_size: int = IndexSettings.chunk_token_size
+    chunk_overlap_token_size: int = IndexSettings.chunk_overlap_token_size
     section_context: bool = True
     default_note_type: str = "note"  # IndexSettings.default_note_type: the hint names the note's type
     # What a vanilla LightRAG user runs: LightRAG's default fixed-token chunking.
@@ -1104,3 +1105,14 @@ class _OneNote:
 
     def outgoing(self, path: str) -> Outgoing:
         return list(self._outgoing)
+
+
+def estimate_for_config(config: Any, values: Mapping[str, Any] | None = None) -> CostEstimate:
+    """Scan, route and estimate a configured vault: what `wikirag cost-estimate` runs. Reads only the
+    vault; needs no store and no LLM. `values` are command-line overrides of [cost] keys."""
+    from .routing import route_vault
+    from .vault import Vault
+
+    vault = Vault.load(config.vault, exclude=config.exclude)
+    decisions = route_vault(vault, config.route, config.route_overrides, encoding=config.index.encoding)
+    return estimate_vault(vault, decisions, CostSettings.from_config(config, values))

@@ -8,6 +8,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from wikirag.cost import CostEstimate
 from wikirag.doctor import DoctorReport
 from wikirag.export import GraphStats
 from wikirag.models import ReadIssue
@@ -225,3 +226,48 @@ def watch_status(batch: BatchReport | None, vault: str, pending: int) -> Text:
         f"+{batch.relations_written}/-{batch.relations_deleted} in {batch.seconds:.2f} s"
         + (f"; {pending} pending events" if pending else "")
     )
+
+
+# --- cost-estimate -------------------------------------------------------------------------------
+
+
+def _usd(value: float) -> str:
+    return f"${value:,.2f}" if value >= 0.01 or value == 0 else f"${value:,.4f}"
+
+
+def render_cost_estimate(estimate: CostEstimate, console: Console, top: int = 10) -> None:
+    price = estimate.price
+    scenarios = Table(title=f"{estimate.note_count:,} notes · {estimate.model} "
+                            f"(${price.input}/M in, ${price.output}/M out; {estimate.prices_as_of})",
+                      title_justify="left", box=None)
+    for column in ("scenario", "LLM calls", "input tokens", "output tokens", "USD", "USD, prompt cached"):
+        scenarios.add_column(column, justify="left" if column == "scenario" else "right")
+    labels = {"vanilla": "vanilla LightRAG (every note)", "wikirag": "wikirag (routed plan)",
+              "structure_only": "structure only (links)"}
+    for key, label in labels.items():
+        s = estimate.scenarios[key]
+        scenarios.add_row(label, f"{s.llm_calls:,}", f"{s.input_tokens:,}", f"{s.output_tokens:,}", _usd(s.usd),
+                          _usd(s.usd_cached))
+    console.print(scenarios)
+    vanilla, routed = estimate.scenarios["vanilla"], estimate.scenarios["wikirag"]
+    if vanilla.usd > 0:
+        console.print(Text(f"wikirag saves {1 - routed.usd / vanilla.usd:.0%} of vanilla's cost "
+                           f"({1 - routed.input_tokens / max(vanilla.input_tokens, 1):.0%} of its input tokens); "
+                           f"embedding: {routed.embedding_tokens:,} tokens", style="bold"))
+    routes = estimate.routes
+    console.print(f"routes: inject {routes.get('inject', 0):,} · extract {routes.get('extract', 0):,} · "
+                  f"skip {routes.get('skip', 0):,}")
+    folders = Table(title="By folder", title_justify="left", box=None)
+    for column in ("folder", "notes", "inject", "extract", "skip", "wikirag USD", "vanilla USD"):
+        folders.add_column(column, justify="left" if column == "folder" else "right")
+    for f in sorted(estimate.folders, key=lambda f: -f.vanilla_usd)[:LIST_LIMIT * 2]:
+        folders.add_row(f.folder or "/", f"{f.notes:,}", f"{f.inject:,}", f"{f.extract:,}", f"{f.skip:,}",
+                        _usd(f.wikirag_usd), _usd(f.vanilla_usd))
+    console.print(folders)
+    notes = Table(title=f"Most expensive notes (wikirag plan, top {top})", title_justify="left", box=None)
+    for column in ("note", "route", "chunks", "input tokens", "USD", "reason"):
+        notes.add_column(column, justify="right" if column in {"chunks", "input tokens", "USD"} else "left",
+                         overflow="fold")
+    for c in estimate.top_notes(top):
+        notes.add_row(c.path, c.route, str(c.chunks), f"{c.input_tokens:,}", _usd(c.usd), c.reason)
+    console.print(notes)
