@@ -108,9 +108,13 @@ def _llm(config: WikiragConfig, call: bool) -> Check:
     if not config.llm.model:
         return Check("llm", "skip", "no LLM configured: notes are indexed from their links; set WIKIRAG_LLM "
                                     "(e.g. openai:gpt-4o-mini) for extraction and answers")
+    from .errors import ConfigError
     from .llm import check_llm, describe_llm
 
-    info = describe_llm(config.llm)
+    try:
+        info = describe_llm(config.llm)
+    except ConfigError as exc:
+        return Check("llm", "fail", str(exc))
     where = info.get("base_url_host") or "the provider's default endpoint"
     key = info.get("key_env")
     key_note = ""

@@ -62,6 +62,20 @@ def embedding_spec(config: WikiragConfig) -> EmbeddingSpec:
     return EmbeddingSpec(provider=provider, model=model, dim=config.embedding.dim)
 
 
+def _llm_kwargs(config: WikiragConfig) -> dict[str, Any]:
+    """LightRAG's queue width and call timeout that fit wikirag's own concurrency cap and retries."""
+    if not config.llm.model:
+        return {}
+    from .llm import lightrag_llm_kwargs
+
+    try:
+        kwargs = lightrag_llm_kwargs(config.llm)
+    except ConfigError:  # a spec no provider serves: only a caller-supplied function can answer it
+        return {}
+    kwargs.pop("llm_model_name", None)  # the cache identity stays the configured spec, as written
+    return kwargs
+
+
 async def _no_llm(prompt: str, *args: Any, **kwargs: Any) -> str:
     raise LLMNotConfigured("this step needs an LLM and none is configured (set WIKIRAG_LLM)")
 
@@ -124,6 +138,7 @@ async def open_engine(
             llm_model_func=llm_func or _no_llm,
             # Part of LightRAG's LLM cache key: switching models never reuses another model's answers.
             llm_model_name=config.llm.model or "none",
+            **_llm_kwargs(config),
             tokenizer=lightrag_tokenizer(config.index.encoding),
             chunk_token_size=config.index.chunk_token_size,
             chunk_overlap_token_size=config.index.chunk_overlap_token_size,
