@@ -155,3 +155,24 @@ def test_llm_names_matching_an_alias_become_that_notes_entity(tmp_path):
     assert "Essay.md" in nodes["Alan Turing"]["file_path"]
     assert any("'Turing' -> 'Alan Turing' (alias)" in m for m in report.entity_merges)
     assert nodes["Alan Turing"]["type"] == "person"  # the frontmatter type wins over the LLM's
+
+
+def test_a_budget_extracts_what_fits_and_leaves_the_rest_pending(vault, tmp_path):
+    (vault / "wikirag.toml").write_text("[cost]\nprice_in = 0.15\nprice_out = 0.60\n")  # the fake's price
+    config = config_for(vault, tmp_path / "store")
+    routed = extract_routed(config)
+    report = index(config, FakeLLM(), budget_usd=0.005)  # at these prices: a handful of notes
+    first = report.notes_extracted
+    assert 0 < first < len(routed)
+    assert report.notes_over_budget == len(routed) - report.notes_extracted
+    assert report.notes_pending_extraction == report.notes_over_budget
+    assert report.estimated_usd <= 0.005
+    ledger = Ledger.load(config.workspace_dir)
+    assert all(e.status != "extracting" for e in ledger.notes.values())  # nothing half-written
+    # without a budget the next run finishes the rest, and the store equals a fresh full run
+    report = index(config, FakeLLM())
+    assert report.notes_extracted == len(routed) - first
+    assert report.notes_pending_extraction == 0
+    fresh = config_for(vault, tmp_path / "fresh")
+    index(fresh, FakeLLM())
+    assert snapshot(config) == snapshot(fresh)

@@ -160,6 +160,10 @@ def index(
     ] = None,
     llm: LLMOpt = None,
     llm_concurrency: Annotated[int | None, typer.Option("--llm-concurrency", help="LLM requests in flight.")] = None,
+    budget: Annotated[
+        float | None,
+        typer.Option("--budget", metavar="USD", help="Extract only while the estimate fits; the rest wait."),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Index a vault into LightRAG: links and frontmatter become the graph, no LLM needed.
@@ -177,7 +181,7 @@ def index(
         config = _config(vault, store=store, config_file=config_file, exclude=exclude, llm=llm,
                          llm_concurrency=llm_concurrency, route=route)
         if as_json:
-            report = run_index(config, dry_run=dry_run, rebuild=rebuild)
+            report = run_index(config, dry_run=dry_run, rebuild=rebuild, budget_usd=budget)
         else:
             with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                           MofNCompleteColumn(), console=_stderr(), transient=True) as bar:
@@ -186,7 +190,7 @@ def index(
                 def progress(stage: str, done: int, total: int) -> None:
                     bar.update(task, description=stage, completed=done, total=total)
 
-                report = run_index(config, dry_run=dry_run, rebuild=rebuild, progress=progress)
+                report = run_index(config, dry_run=dry_run, rebuild=rebuild, progress=progress, budget_usd=budget)
     except WikiragError as exc:
         fail(str(exc))
     if as_json:

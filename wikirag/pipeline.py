@@ -45,7 +45,7 @@ from .inject import (
 )
 from .ledger import Ledger, NoteEntry, Pending
 from .routing import RouteDecision, route_vault
-from .tokens import lightrag_tokenizer
+from .tokens import count_tokens, lightrag_tokenizer
 from .vault import Vault
 
 DERIVATION_VERSION = 1  # bump when note_contribution's output changes for the same input
@@ -72,6 +72,9 @@ class IndexReport:
     notes_extracted: int = 0
     notes_skipped: int = 0
     llm_failures: int = 0
+    budget_usd: float | None = None
+    estimated_usd: float = 0.0  # list-price estimate of the extraction this run did (with --budget)
+    notes_over_budget: int = 0  # extract-routed notes left pending because of --budget
     entities: int = 0
     relations: int = 0
     chunks: int = 0
@@ -109,9 +112,10 @@ class Plan:
     unchanged: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    deferred: set[str] = field(default_factory=set)  # extract-routed notes left pending by --budget
 
     def extracting(self, path: str) -> bool:
-        return bool(self.llm_model) and self.decisions[path].route == "extract"
+        return bool(self.llm_model) and self.decisions[path].route == "extract" and path not in self.deferred
 
     @property
     def to_process(self) -> list[str]:
@@ -245,16 +249,16 @@ class StoreLock:
 
 
 def run_index(config: WikiragConfig, *, dry_run: bool = False, rebuild: bool = False,
-              progress: Progress | None = None, **engine_kwargs: Any) -> IndexReport:
-    """Index the vault into its store (sync wrapper for the CLI)."""
-    return asyncio.run(index_vault(config, dry_run=dry_run, rebuild=rebuild, progress=progress,
-                                   **engine_kwargs))
+              progress: Progress | None = None, **kwargs: Any) -> IndexReport:
+    """Index the vault into its store (sync wrapper for the CLI; keywords as `index_vault`)."""
+    return asyncio.run(index_vault(config, dry_run=dry_run, rebuild=rebuild, progress=progress, **kwargs))
 
 
 async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: bool = False,
                       progress: Progress | None = None, vault: Vault | None = None, rag: Any = None,
                       hinting: HintingLLM | None = None, llm_func: Callable[..., Any] | None = None,
-                      locked: bool = False, **engine_kwargs: Any) -> IndexReport:
+                      budget_usd: float | None = None, locked: bool = False,
+                      **engine_kwargs: Any) -> IndexReport:
     """Bring the store in step with the vault.
 
     `watch` passes its in-memory `vault` (kept current file by file), an open `rag` with its `hinting`
@@ -284,6 +288,8 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
         plan = plan_index(config, ledger, vault)
         progress("scan", 1, 1)
         _fill_plan_counts(report, plan, ledger)
+        if budget_usd is not None and plan.llm_model:
+            _apply_budget(plan, config, budget_usd, report)
         report.recovered_pending = not ledger.pending.empty()
         if not plan.to_process and not plan.deleted and ledger.pending.empty():
             _fill_totals(report, ledger)
@@ -307,6 +313,42 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
         _fill_totals(report, ledger)
     report.seconds = round(time.perf_counter() - started, 3)
     return report
+
+
+def _apply_budget(plan: Plan, config: WikiragConfig, budget_usd: float, report: IndexReport) -> None:
+    """Extract notes in path order while their estimated cost fits the budget; the rest stay pending
+    (indexed from their links) for a later run. Estimates are at list price, ignoring cache hits."""
+    from .cost import CostSettings, estimate_vault
+
+    candidates = [p for p in plan.to_process if plan.extracting(p)]
+    if not candidates:
+        return
+    subset = _Subset(plan.vault, candidates)
+    estimate = estimate_vault(subset, {p: plan.decisions[p] for p in candidates}, CostSettings.from_config(config),
+                              hints={p: count_tokens(plan.hints[p], config.index.encoding) for p in candidates})
+    spent = 0.0
+    for cost in sorted(estimate.notes, key=lambda c: c.path):
+        if spent + cost.usd > budget_usd:
+            plan.deferred.add(cost.path)
+        else:
+            spent += cost.usd
+    report.budget_usd, report.estimated_usd = budget_usd, round(spent, 6)
+    report.notes_over_budget = len(plan.deferred)
+
+
+class _Subset:
+    """The part of a vault the budget prices: these notes, with the whole vault's link resolution."""
+
+    def __init__(self, vault: Vault, paths: list[str]) -> None:
+        self.root = vault.root
+        self.notes = {p: vault.notes[p] for p in paths}
+        self._vault = vault
+
+    def outgoing(self, path: str) -> list:
+        return self._vault.outgoing(path)
+
+    def abs_path(self, path: str) -> Path:
+        return self._vault.abs_path(path)
 
 
 def hinting_llm(config: WikiragConfig, llm_func: Callable[..., Any] | None = None) -> HintingLLM | None:

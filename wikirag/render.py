@@ -102,6 +102,9 @@ def render_index_report(report: IndexReport, console: Console) -> None:
         ("  injected from links", report.notes_injected),
         ("  LLM-extracted", report.notes_extracted),
         ("pending LLM extraction", report.notes_pending_extraction),
+        *([("  left by --budget", report.notes_over_budget),
+           ("estimated spend (list price)", f"${report.estimated_usd:,.4f} of ${report.budget_usd:,.2f}")]
+          if report.budget_usd is not None else []),
         ("entities", report.entities),
         ("relations", report.relations),
         ("chunks", report.chunks),
