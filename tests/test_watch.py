@@ -166,3 +166,54 @@ def test_killed_mid_batch_then_restarted_equals_a_fresh_index(tmp_path):
     fresh = load_config(vault, store=tmp_path / "fresh")
     run_index(fresh)
     assert snapshot(config) == snapshot(fresh)
+
+
+class FlakyLLM:
+    """Fails every call until `healthy` is set, like a provider in an outage."""
+
+    def __init__(self) -> None:
+        from tests.fakes import FakeLLM
+
+        self.inner = FakeLLM()
+        self.healthy = threading.Event()
+        self.failures = 0
+
+    async def __call__(self, *args, **kwargs):
+        if not self.healthy.is_set():
+            self.failures += 1
+            raise RuntimeError("503 upstream unavailable")
+        return await self.inner(*args, **kwargs)
+
+
+def test_an_llm_outage_never_stops_the_watcher(tmp_path):
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Essay.md").write_text("---\nwikirag: extract\n---\nCharles Babbage met Ada Lovelace in London.\n")
+    llm = FlakyLLM()
+    config = load_config(vault, store=tmp_path / "store", overrides={"llm": {"model": "fake:flaky"}})
+    batches, stop, done = [], threading.Event(), threading.Event()
+
+    def run() -> None:
+        asyncio.run(watch_vault(config, quiet_seconds=QUIET, stop=stop, on_batch=batches.append,
+                                poll_seconds=0.05, retry_seconds=0.3, llm_func=llm,
+                                embedding_func=HashEmbedding().func()))
+        done.set()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while llm.failures < 2 and time.monotonic() < deadline:  # the first run and at least one retry failed
+        time.sleep(0.05)
+    assert llm.failures >= 2 and not done.is_set()
+    llm.healthy.set()
+    while time.monotonic() < deadline and not (batches and batches[-1].notes_changed and
+                                                 snapshot(config)["ledger_notes"]):
+        time.sleep(0.1)
+    time.sleep(1.0)
+    stop.set()
+    thread.join(30)
+    from wikirag.ledger import Ledger
+
+    entry = Ledger.load(config.workspace_dir).notes["Essay.md"]
+    assert entry.status == "indexed", entry.error
+    assert any(f.rank == 2 for f in entry.entities)  # the retry extracted once the LLM came back

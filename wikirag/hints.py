@@ -93,6 +93,11 @@ class HintingLLM:
         self.hinted_calls = 0
         self.usage: Any = None  # llm.LLMUsage when the function is a configured provider
 
+    def __deepcopy__(self, memo: dict) -> HintingLLM:
+        # LightRAG deep-copies its dataclass fields into a config dict; the wrapper is shared state (the
+        # hints the pipeline sets, the wrapped client's connections), so every copy must be this object.
+        return self
+
     async def __call__(self, prompt: str, system_prompt: str | None = None,
                        history_messages: list[dict[str, Any]] | None = None, **kwargs: Any) -> Any:
         self.calls += 1

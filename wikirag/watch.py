@@ -139,6 +139,7 @@ async def watch_vault(
     on_initial: Callable[[IndexReport], None] | None = None,
     stop: threading.Event | None = None,
     poll_seconds: float = 0.1,
+    retry_seconds: float = 30.0,
     **engine_kwargs: Any,
 ) -> None:
     """Index once, then follow the vault until `stop` is set (or Ctrl-C)."""
@@ -160,12 +161,15 @@ async def watch_vault(
                 initial = await index_vault(config, vault=vault, **run)
                 if on_initial:
                     on_initial(initial)
+                retry = _Retry(retry_seconds)
+                retry.after(initial, hinting is not None)
                 batch = 0
                 while not stop.is_set():
                     await asyncio.sleep(poll_seconds)
                     paths = collector.drain_if_quiet(quiet_seconds)
-                    if not paths:
+                    if not paths and not retry.due():
                         continue
+                    paths = paths or set()  # a retry of notes whose extraction failed
                     batch += 1
                     started = time.perf_counter()
                     if len(paths) > FULL_RESCAN_ABOVE:
@@ -173,11 +177,34 @@ async def watch_vault(
                     else:
                         apply_paths(vault, paths)
                     report = await index_vault(config, vault=vault, **run)
+                    retry.after(report, hinting is not None)
                     if on_batch:
                         on_batch(_batch_report(batch, paths, report, time.perf_counter() - started))
         finally:
             observer.stop()
             observer.join(timeout=5)
+
+
+class _Retry:
+    """Backoff for notes whose LLM extraction failed (rate limit, outage): they stay indexed from their
+    links and are retried after `first` seconds, doubling up to ten minutes, until they succeed."""
+
+    MAX_SECONDS = 600.0
+
+    def __init__(self, first: float) -> None:
+        self.first = first
+        self.delay = first
+        self.at: float | None = None
+
+    def after(self, report: IndexReport, has_llm: bool) -> None:
+        if has_llm and report.notes_pending_extraction:
+            self.at = time.monotonic() + self.delay
+            self.delay = min(self.delay * 2, self.MAX_SECONDS)
+        else:
+            self.at, self.delay = None, self.first
+
+    def due(self) -> bool:
+        return self.at is not None and time.monotonic() >= self.at
 
 
 def _batch_report(batch: int, paths: set[str], report: IndexReport, seconds: float) -> BatchReport:
