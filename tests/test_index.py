@@ -229,3 +229,40 @@ def test_the_store_is_a_plain_lightrag_working_dir(vault, tmp_path):
     context = asyncio.run(run())
     assert "Bombe" in context
     assert "projects/Bombe.md" in context
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("after_first_write", [0.0, 0.4])
+def test_kill_9_during_index_then_the_next_run_completes(tmp_path, after_first_write):
+    """SIGKILL the real `wikirag index` after its first write-ahead; the next run must equal a fresh index."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    for i in range(150):
+        text = f"# Note {i}\n\nNote {i} cites [[Note {(i * 7) % 150}]] and [[Gap {i % 9}]].\n"
+        (vault / f"Note {i}.md").write_text(text)
+    store = tmp_path / "store"
+    config = load_config(vault, store=store)
+    ledger_file = config.workspace_dir / "wikirag_ledger.json"
+    env = {**os.environ, "WIKIRAG_INDEX_BATCH_SIZE": "10"}  # many flushes: many places to die
+    proc = subprocess.Popen([sys.executable, "-m", "wikirag.cli", "index", str(vault), "--store", str(store),
+                             "--json"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    deadline = time.monotonic() + 120
+    while not ledger_file.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.01)
+    time.sleep(after_first_write)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(10)
+    killed = json.loads(ledger_file.read_text())
+    assert len(killed["notes"]) < 150 or any(killed["pending"].values()), "the kill came after the run ended"
+    report = run_index(config)  # the real embedder, as the killed run used
+    assert report.notes_total == 150
+    fresh = load_config(vault, store=tmp_path / "fresh")
+    run_index(fresh)
+    assert snapshot(config) == snapshot(fresh)
