@@ -1,4 +1,8 @@
+import string
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from wikirag.hygiene import EntityNames
 
@@ -39,3 +43,13 @@ def test_grounding_is_tolerant_of_case_and_punctuation(names):
 def test_prompt_placeholders_are_examples(names):
     assert names.is_example("<entity_name>")
     assert not names.is_example("Alan Turing")
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.text(alphabet=string.ascii_letters + string.digits + " .,_()&+:/!?-'\"<>;", min_size=1, max_size=30))
+def test_the_fast_path_of_name_normalisation_agrees_with_lightrag(name):
+    from lightrag.utils import normalize_entity_name
+
+    from wikirag.inject import normalize_name
+
+    assert normalize_name(name) == normalize_entity_name(name)
