@@ -266,3 +266,17 @@ def test_kill_9_during_index_then_the_next_run_completes(tmp_path, after_first_w
     fresh = load_config(vault, store=tmp_path / "fresh")
     run_index(fresh)
     assert snapshot(config) == snapshot(fresh)
+
+
+def test_the_parse_cache_is_only_a_shortcut(vault, tmp_path):
+    from wikirag.parsecache import CACHE_FILENAME
+
+    config, _ = index(vault, tmp_path / "store")
+    cache_file = config.workspace_dir / CACHE_FILENAME
+    assert cache_file.exists()
+    cache_file.write_text("{not json")  # a damaged cache is ignored, never trusted
+    note = vault / "projects" / "Bombe.md"
+    note.write_text(note.read_text() + "\nAlso see [[Purple cipher]].\n")
+    index(vault, tmp_path / "store")
+    fresh, _ = index(vault, tmp_path / "fresh")
+    assert snapshot(config) == snapshot(fresh)

@@ -44,8 +44,10 @@ from .inject import (
     unresolved_name,
 )
 from .ledger import Ledger, NoteEntry, Pending
+from .models import ParsedNote
+from .parsecache import load_parse_cache, save_parse_cache
 from .routing import RouteDecision, route_vault
-from .tokens import count_tokens, lightrag_tokenizer
+from .tokens import count_tokens, get_encoding, lightrag_tokenizer
 from .vault import Vault
 
 DERIVATION_VERSION = 1  # bump when note_contribution's output changes for the same input
@@ -113,6 +115,7 @@ class Plan:
     deleted: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     deferred: set[str] = field(default_factory=set)  # extract-routed notes left pending by --budget
+    body_tokens: dict[str, int] = field(default_factory=dict)
 
     def extracting(self, path: str) -> bool:
         return bool(self.llm_model) and self.decisions[path].route == "extract" and path not in self.deferred
@@ -174,12 +177,23 @@ def entity_names_table(vault: Vault, names: dict[str, str], default_type: str) -
     return table
 
 
-def plan_index(config: WikiragConfig, ledger: Ledger, vault: Vault | None = None) -> Plan:
-    vault = vault or Vault.load(config.vault, exclude=config.exclude)
+def plan_index(config: WikiragConfig, ledger: Ledger, vault: Vault | None = None,
+               cache: dict[str, tuple[str, ParsedNote, int]] | None = None) -> Plan:
+    """What a run will do. `cache` (parsecache) spares re-parsing and re-counting unchanged notes."""
+    cache = cache or {}
+    vault = vault or Vault.load(config.vault, exclude=config.exclude,
+                                parsed={p: (d, n) for p, (d, n, _) in cache.items()})
+    encoder = get_encoding(config.index.encoding)
+    body_tokens = {  # counted as routing counts them
+        p: cached[2] if (cached := cache.get(p)) and cached[0] == vault.digests[p]
+        else len(encoder.encode_ordinary(note.body.strip()))
+        for p, note in vault.notes.items()
+    }
     names = note_entity_names(vault.notes)
     unresolved = _unresolved_names(vault, names)
-    decisions = route_vault(vault, config.route, config.route_overrides, encoding=config.index.encoding)
-    plan = Plan(vault, names, unresolved, {}, decisions, llm_model=config.llm.model)
+    decisions = route_vault(vault, config.route, config.route_overrides, encoding=config.index.encoding,
+                            body_tokens=body_tokens)
+    plan = Plan(vault, names, unresolved, {}, decisions, llm_model=config.llm.model, body_tokens=body_tokens)
     default_type = config.index.default_note_type
     table_digest = ""
     for path in sorted(vault.notes):
@@ -285,7 +299,11 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
         ledger = Ledger.load(config.workspace_dir)
         _check_store(ledger, config)
         progress("scan", 0, 1)
-        plan = plan_index(config, ledger, vault)
+        cache = load_parse_cache(config.workspace_dir, config.index.encoding) if vault is None else {}
+        plan = plan_index(config, ledger, vault, cache)
+        if vault is None and {p: c[0] for p, c in cache.items()} != plan.vault.digests:
+            save_parse_cache(config.workspace_dir, config.index.encoding, plan.vault.notes, plan.vault.digests,
+                             plan.body_tokens)
         progress("scan", 1, 1)
         _fill_plan_counts(report, plan, ledger)
         if budget_usd is not None and plan.llm_model:

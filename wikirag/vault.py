@@ -10,7 +10,7 @@ import gc
 import hashlib
 import os
 import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -285,8 +285,12 @@ class Vault:
         self._waiting: dict[str, set[str]] = {}  # folded target name -> notes with a link by that name
 
     @classmethod
-    def load(cls, root: Path, exclude: Sequence[str] = (), *, max_bytes: int = MAX_NOTE_BYTES) -> Vault:
-        """Scan, read, parse and resolve a whole vault. Raises VaultNotFound when `root` is no folder."""
+    def load(cls, root: Path, exclude: Sequence[str] = (), *, max_bytes: int = MAX_NOTE_BYTES,
+             parsed: Mapping[str, tuple[str, ParsedNote]] | None = None) -> Vault:
+        """Scan, read, parse and resolve a whole vault. Raises VaultNotFound when `root` is no folder.
+
+        `parsed` maps a path to (digest, ParsedNote) from an earlier run: a note whose bytes still have
+        that digest is not parsed again (parse_note is pure, so the result would be the same)."""
         root = Path(root)
         if not root.is_dir():
             raise VaultNotFound(f"vault folder not found: {root}")
@@ -299,7 +303,9 @@ class Vault:
                 read = read_note(note.abs_path, note.path, max_bytes)
                 vault.issues.extend(read.issues)
                 if read.text is not None:
-                    vault.notes[note.path] = parse_note(read.text, note.path)
+                    known = parsed.get(note.path) if parsed else None
+                    hit = known is not None and known[0] == read.digest
+                    vault.notes[note.path] = known[1] if hit else parse_note(read.text, note.path)
                     vault.digests[note.path] = read.digest
                     vault._abs[note.path] = note.abs_path
             vault.attachments = set(scan.attachments)
