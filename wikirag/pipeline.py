@@ -436,7 +436,7 @@ async def _run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: Wik
             ledger.notes[path] = entry
         ledger.pending.merge(pending)
         ledger.save(config.workspace_dir)  # write-ahead: the promise comes first
-        await _apply(writer, ledger, ledger.pending, plan, tokenizer, config, report)
+        await _apply(writer, ledger, ledger.pending, plan, tokenizer, config, report, contributions)
         # Phase 2: LLM extraction for extract-routed notes, on chunks now in the store.
         extract = [p for p in batch if ledger.notes[p].status == "extracting"]
         if extract and hinting and table is not None:
@@ -478,8 +478,8 @@ async def _extract(rag: Any, hinting: HintingLLM, plan: Plan, path: str, contrib
     report.entity_merges += log.merges
     report.entities_dropped += log.dropped
     return Pending(
-        entities=sorted({f.name for f in result.entities}),
-        relations=[list(k) for k in sorted({tuple(sorted((f.src, f.tgt))) for f in result.relations})],
+        entities={f.name for f in result.entities},
+        relations={tuple(sorted((f.src, f.tgt))) for f in result.relations},
     )
 
 
@@ -504,35 +504,37 @@ def _pending_for(old: NoteEntry | None, new: NoteContribution | None) -> Pending
     relations = {tuple(sorted((f.src, f.tgt))) for f in (old.relations if old else [])}
     relations |= {tuple(sorted((f.src, f.tgt))) for f in (new.relations if new else [])}
     return Pending(
-        chunk_notes=[new.path] if new and (new_chunks - old_chunks) else [],
-        delete_chunks=sorted(old_chunks - new_chunks),
-        entities=sorted(entities),
-        relations=[list(r) for r in sorted(relations)],
+        chunk_notes={new.path} if new and (new_chunks - old_chunks) else set(),
+        delete_chunks=old_chunks - new_chunks,
+        entities=entities,
+        relations=relations,
     )
 
 
 async def _apply(writer: StoreWriter, ledger: Ledger, pending: Pending, plan: Plan, tokenizer: Any,
-                 config: WikiragConfig, report: IndexReport) -> None:
-    """Make the store match the ledger for everything `pending` names, flush, then clear it."""
-    for path in pending.chunk_notes:
+                 config: WikiragConfig, report: IndexReport,
+                 computed: dict[str, NoteContribution] | None = None) -> None:
+    """Make the store match the ledger for everything `pending` names, flush, then clear it.
+    `computed` holds contributions this run already derived (recovery re-derives the rest)."""
+    for path in sorted(pending.chunk_notes):
         if path not in plan.vault.notes or path not in ledger.notes:
             continue
-        contribution = _contribution(plan, path, tokenizer, config)
+        contribution = (computed or {}).get(path) or _contribution(plan, path, tokenizer, config)
         await writer.upsert_chunks(path, contribution.doc_id, contribution.chunks)
         report.chunks_written += len(contribution.chunks)
-    await writer.delete_chunks(pending.delete_chunks)
+    await writer.delete_chunks(sorted(pending.delete_chunks))
     report.chunks_deleted += len(pending.delete_chunks)
 
     entity_index = ledger.entity_index()
     relation_index = ledger.relation_index()
-    gone_relations = [tuple(k) for k in pending.relations if tuple(k) not in relation_index]
+    relations, entities = sorted(pending.relations), sorted(pending.entities)
+    gone_relations = [k for k in relations if k not in relation_index]
     await writer.delete_relations(gone_relations)
-    gone_entities = [n for n in pending.entities if n not in entity_index]
+    gone_entities = [n for n in entities if n not in entity_index]
     await writer.delete_entities(gone_entities)
-    live_entities = [merge_entity(n, entity_index[n]) for n in pending.entities if n in entity_index]
+    live_entities = [merge_entity(n, entity_index[n]) for n in entities if n in entity_index]
     await writer.upsert_entities(live_entities)
-    live_relations = [merge_relation(tuple(k), relation_index[tuple(k)])
-                      for k in pending.relations if tuple(k) in relation_index]
+    live_relations = [merge_relation(k, relation_index[k]) for k in relations if k in relation_index]
     await writer.upsert_relations(live_relations)
     await writer.flush()
     report.entities_written += len(live_entities)
