@@ -55,6 +55,8 @@ def main() -> None:
     parser.add_argument("vault", nargs="?", type=Path)
     parser.add_argument("--store", type=Path, help="store folder (default: a temporary one, removed after)")
     parser.add_argument("--embedding", choices=["local", "hash"], default="local")
+    parser.add_argument("--storage", choices=["file", "postgres", "both"],
+                        help="run bench/storage.py: the same vault on the file store and/or PostgreSQL, side by side")
     parser.add_argument("--generate", nargs=2, metavar=("N", "DIR"), help="write a synthetic vault and exit")
     args = parser.parse_args()
     if args.generate:
@@ -64,6 +66,11 @@ def main() -> None:
         return
     if args.vault is None:
         parser.error("give a VAULT (or --generate N DIR)")
+    if args.storage:
+        from bench.storage import run as run_storage
+
+        run_storage(args.vault, args.storage, args.embedding)
+        return
     store = args.store or Path(tempfile.mkdtemp(prefix="wikirag-bench-"))
     try:
         run(args.vault, store, args.embedding)

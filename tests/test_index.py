@@ -225,6 +225,10 @@ def test_the_store_is_a_plain_lightrag_working_dir(vault, tmp_path):
                                     QueryParam(mode="naive", only_need_context=True, enable_rerank=False))
         finally:
             await rag.finalize_storages()
+            # built outside open_engine: drop LightRAG's process-wide data for this workspace ourselves
+            from lightrag.kg.shared_storage import finalize_share_data
+
+            finalize_share_data()
 
     context = asyncio.run(run())
     assert "Bombe" in context

@@ -24,6 +24,7 @@ from typing import Any
 
 from .errors import ConfigError
 from .routing import RouteSettings
+from .storage import StorageSettings
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -79,6 +80,8 @@ class WikiragConfig:
     llm: LLMSettings = field(default_factory=LLMSettings)
     route: RouteSettings = field(default_factory=RouteSettings)
     route_overrides: list[str] = field(default_factory=list)  # `--route` values: ROUTE or GLOB=ROUTE
+    # Where the index lives (storage.py): LightRAG's files, PostgreSQL, or other servers. No secrets inside.
+    storage: StorageSettings = field(default_factory=StorageSettings)
     # Sections read by their own modules ([cost], [storage]), kept as written.
     sections: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -175,6 +178,8 @@ def load_config(
             sections[section] = _apply(sections[section], {key: env[var]}, "environment", section)
 
     for name, values in (overrides or {}).items():
+        if name == "storage":
+            continue  # read by StorageSettings.from_mapping below
         given = {k: v for k, v in values.items() if v is not None}
         sections[name] = _apply(sections[name], given, "command line", name)
 
@@ -193,5 +198,6 @@ def load_config(
         llm=sections["llm"],
         route=RouteSettings.from_mapping(file_values.get("route")),
         route_overrides=list(route_overrides or []),
+        storage=StorageSettings.from_mapping(file_values.get("storage"), env, (overrides or {}).get("storage")),
         sections={k: v for k, v in file_values.items() if k in _OWN_MODULE_SECTIONS and isinstance(v, dict)},
     )

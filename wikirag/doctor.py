@@ -14,7 +14,8 @@ from typing import Literal
 
 from .config import WikiragConfig
 from .engine import embedding_spec
-from .ledger import LEDGER_FILENAME, Ledger
+from .ledger import Ledger
+from .storage import StorageUnreachable, check_storage, ledger_store
 
 Status = Literal["ok", "warn", "fail", "skip"]
 
@@ -84,19 +85,21 @@ def _embedding(config: WikiragConfig) -> Check:
 
 
 def _store(config: WikiragConfig) -> Check:
-    path = config.workspace_dir / LEDGER_FILENAME
-    if not path.exists():
-        return Check("store", "warn", f"{config.workspace_dir}: no index yet; run `wikirag index {config.vault}`")
+    store = ledger_store(config.storage, config.workspace_dir, config.workspace)
     try:
-        ledger = Ledger.load(config.workspace_dir)
+        if not store.exists():
+            return Check("store", "warn", f"{store.location}: no index yet; run `wikirag index {config.vault}`")
+        ledger = Ledger.load(store)
+    except StorageUnreachable as exc:
+        return Check("store", "fail", str(exc))
     except (ValueError, OSError) as exc:
-        return Check("store", "fail", f"{path}: unreadable ledger: {exc}")
+        return Check("store", "fail", f"{store.location}: unreadable ledger: {exc}")
     recorded, current = ledger.meta.get("embedding"), embedding_spec(config).identity
     if recorded and recorded != current:
         return Check("store", "fail", f"built with {recorded} but configured for {current}; "
                                       "`wikirag index --rebuild` re-embeds")
     pending = sum(1 for e in ledger.notes.values() if e.status == "pending_extraction")
-    detail = f"{len(ledger.notes)} notes indexed in {config.workspace_dir}"
+    detail = f"{len(ledger.notes)} notes indexed in {store.location}"
     if pending:
         detail += f"; {pending} notes wait for LLM extraction"
     if not ledger.pending.empty():
@@ -133,7 +136,10 @@ def run_doctor(config: WikiragConfig, *, check_llm_call: bool = False) -> Doctor
     report.checks.append(_vault(config))
     report.checks.append(_tokenizer(config))
     report.checks.append(_embedding(config))
-    report.checks.append(_store(config))
+    storage = [Check(name, status, detail) for name, status, detail in check_storage(config.storage)]
+    report.checks += storage
+    if all(c.status != "fail" for c in storage):
+        report.checks.append(_store(config))
     report.checks.append(_llm(config, check_llm_call))
     if os.environ.get("ENTITY_TYPES") is not None:
         report.checks.append(Check("environment", "fail", "ENTITY_TYPES is set; LightRAG 1.5 refuses to start"))

@@ -24,14 +24,10 @@ from .chunking import lightrag_chunking_func
 from .config import WikiragConfig
 from .embeddings import EmbeddingCounter, EmbeddingSpec, make_embedding_func
 from .errors import ConfigError, LLMNotConfigured, StoreLocked
+from .storage import StorageSettings, lightrag_environment, lightrag_storage_kwargs, storage_unreachable
 from .tokens import lightrag_tokenizer
 
-FILE_STORAGES = {
-    "kv_storage": "JsonKVStorage",
-    "vector_storage": "NanoVectorDBStorage",
-    "graph_storage": "NetworkXStorage",
-    "doc_status_storage": "JsonDocStatusStorage",
-}
+FILE_STORAGES = lightrag_storage_kwargs(StorageSettings())
 
 
 def import_lightrag():
@@ -88,8 +84,13 @@ _open_workspaces: dict[str, tuple[str, int]] = {}  # workspace -> (store path, e
 _open_lock = threading.Lock()
 
 
+def _store_identity(config: WikiragConfig) -> str:
+    """Where a workspace's data lives: the store folder, or the database for PostgreSQL storages."""
+    return f"postgresql://{config.storage.target}" if config.storage.uses_postgres else str(config.store.resolve())
+
+
 def _claim_workspace(config: WikiragConfig) -> None:
-    store = str(config.store.resolve())
+    store = _store_identity(config)
     with _open_lock:
         owner, count = _open_workspaces.get(config.workspace, (store, 0))
         if owner != store:
@@ -129,7 +130,9 @@ async def open_engine(
     counter = embedding_counter or EmbeddingCounter()
     config.workspace_dir.mkdir(parents=True, exist_ok=True)
     _claim_workspace(config)
+    env = contextlib.ExitStack()
     try:
+        env.enter_context(lightrag_environment(config.storage))  # server storages read env vars
         rag = LightRAG(
             working_dir=str(config.store),
             workspace=config.workspace,
@@ -144,12 +147,19 @@ async def open_engine(
             chunk_overlap_token_size=config.index.chunk_overlap_token_size,
             chunking_func=lightrag_chunking_func(),
             enable_content_headings=True,
-            **(storages or FILE_STORAGES),
+            **(storages or lightrag_storage_kwargs(config.storage)),
         )
-        await rag.initialize_storages()
+        try:
+            await rag.initialize_storages()
+        except Exception as exc:
+            problem = storage_unreachable(config.storage, exc)
+            if problem is None:
+                raise
+            raise problem from None
         try:
             yield rag
         finally:
             await rag.finalize_storages()
     finally:
+        env.close()
         _release_workspace(config)

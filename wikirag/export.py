@@ -17,7 +17,7 @@ from xml.sax.saxutils import escape
 from .config import WikiragConfig
 from .engine import open_engine
 from .errors import StoreNotFound
-from .ledger import LEDGER_FILENAME
+from .storage import ledger_store
 
 SEP = "<SEP>"
 
@@ -37,7 +37,7 @@ class GraphStats:
 
 
 def _require_store(config: WikiragConfig) -> None:
-    if not (config.workspace_dir / LEDGER_FILENAME).exists():
+    if not ledger_store(config.storage, config.workspace_dir, config.workspace).exists():
         raise StoreNotFound(f"{config.workspace_dir}: no index here; run `wikirag index {config.vault}` first")
 
 
@@ -127,6 +127,6 @@ def export_graph(config: WikiragConfig, out: Path, fmt: str, **engine_kwargs: An
 
 def store_graph_stats(config: WikiragConfig) -> GraphStats | None:
     """Graph figures for `wikirag stats`, or None when the vault has no index yet."""
-    if not (config.workspace_dir / LEDGER_FILENAME).exists():
+    if not ledger_store(config.storage, config.workspace_dir, config.workspace).exists():
         return None
     return graph_stats(asyncio.run(read_graph(config)))

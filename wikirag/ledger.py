@@ -7,22 +7,20 @@ entity/relation fragments. Every entity and relation in the store is re-derivabl
 
 Crash safety is write-ahead: before touching LightRAG, the new ledger is saved with `pending` naming
 every chunk, entity and relation the run will rewrite; after the stores are flushed, `pending` is
-cleared. A run that finds `pending` set (a crash, a kill -9, Ctrl-C) redoes those writes first. The file
-is replaced atomically (write to a temp file, fsync, rename), so it is always one whole version.
+cleared. A run that finds `pending` set (a crash, a kill -9, Ctrl-C) redoes those writes first. Every save
+replaces the whole document atomically, wherever it lives (storage.LedgerStore): a file in the workspace
+folder (temp file, fsync, rename), or tables in the PostgreSQL database that holds the index.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .inject import ChunkRecord, EntityFragment, NoteContribution, RelationFragment
+from .storage import LEDGER_FILENAME, FileLedgerStore, LedgerStore, atomic_write_text
 
-LEDGER_FILENAME = "wikirag_ledger.json"
 LEDGER_VERSION = 1
 
 
@@ -84,28 +82,34 @@ class Ledger:
     meta: dict[str, Any] = field(default_factory=dict)  # embedding identity, chunking, vault
     notes: dict[str, NoteEntry] = field(default_factory=dict)
     pending: Pending = field(default_factory=Pending)
+    store: LedgerStore | None = field(default=None, repr=False, compare=False)  # where it was loaded from
 
     # --- persistence ---
     @classmethod
-    def load(cls, workspace_dir: Path) -> Ledger:
-        path = workspace_dir / LEDGER_FILENAME
-        if not path.exists():
-            return cls()
-        data = json.loads(path.read_text(encoding="utf-8"))
+    def load(cls, where: Path | LedgerStore) -> Ledger:
+        """From a workspace folder (the file store) or any LedgerStore; `save()` writes back there."""
+        store = FileLedgerStore(where) if isinstance(where, Path) else where
+        data = store.load()
+        if data is None:
+            return cls(store=store)
         if data.get("version") != LEDGER_VERSION:
-            raise ValueError(f"{path}: ledger version {data.get('version')} is not {LEDGER_VERSION}")
+            raise ValueError(f"{store.location}: ledger version {data.get('version')} is not {LEDGER_VERSION}")
         notes = {p: _entry_from_dict(e) for p, e in data["notes"].items()}
-        return cls(meta=data.get("meta", {}), notes=notes, pending=Pending.from_dict(data.get("pending", {})))
+        return cls(meta=data.get("meta", {}), notes=notes, pending=Pending.from_dict(data.get("pending", {})),
+                   store=store)
 
-    def save(self, workspace_dir: Path) -> None:
-        workspace_dir.mkdir(parents=True, exist_ok=True)
+    def save(self, where: Path | LedgerStore | None = None) -> None:
+        store = FileLedgerStore(where) if isinstance(where, Path) else (where or self.store)
+        if store is None:
+            raise ValueError("Ledger.save: this ledger was not loaded from a store; say where to save it")
         data = {
             "version": LEDGER_VERSION,
             "meta": self.meta,
             "pending": self.pending.to_dict(),
             "notes": {p: _entry_to_dict(e) for p, e in sorted(self.notes.items())},
         }
-        atomic_write_text(workspace_dir / LEDGER_FILENAME, json.dumps(data, ensure_ascii=False))
+        store.save(data)
+        self.store = store
 
     # --- derived views ---
     def entity_index(self) -> dict[str, list[EntityFragment]]:
@@ -137,20 +141,6 @@ def _entry_from_dict(data: dict[str, Any]) -> NoteEntry:
     data["entities"] = [EntityFragment(**f) for f in data.get("entities", [])]
     data["relations"] = [RelationFragment(**f) for f in data.get("relations", [])]
     return NoteEntry(**data)
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write a file so that readers and crashes only ever see the old or the new whole content."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 __all__ = ["ChunkRecord", "Ledger", "NoteEntry", "Pending", "atomic_write_text", "LEDGER_FILENAME"]

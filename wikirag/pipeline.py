@@ -23,12 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock, Timeout
-
 from .config import WikiragConfig
 from .embeddings import EmbeddingCounter
 from .engine import embedding_spec, open_engine
-from .errors import StoreLocked, StoreMismatch, VaultNotFound
+from .errors import StoreMismatch, VaultNotFound
 from .extract import extract_note, purge_cached_extractions
 from .hints import HintingLLM, note_hint
 from .hygiene import EntityNames, HygieneLog
@@ -47,11 +45,11 @@ from .ledger import Ledger, NoteEntry, Pending
 from .models import ParsedNote
 from .parsecache import load_parse_cache, save_parse_cache
 from .routing import RouteDecision, route_vault
+from .storage import LOCK_FILENAME, drop_workspace, ledger_store, writer_lock
 from .tokens import count_tokens, get_encoding, lightrag_tokenizer
 from .vault import Vault
 
 DERIVATION_VERSION = 1  # bump when note_contribution's output changes for the same input
-LOCK_FILENAME = "wikirag.lock"
 
 Progress = Callable[[str, int, int], None]
 
@@ -241,25 +239,15 @@ def _check_store(ledger: Ledger, config: WikiragConfig) -> None:
         )
 
 
-class StoreLock:
-    """One writer per store workspace: a second `index` (or `watch`) gets a clear message."""
+def StoreLock(config: WikiragConfig):  # noqa: N802  (was a class; callers use it as one)
+    """One writer per store workspace: a second `index` (or `watch`) gets a clear message. A file lock in
+    the workspace folder, or a PostgreSQL advisory lock when the index lives there (storage.writer_lock)."""
+    return writer_lock(config.storage, config.workspace_dir, config.workspace)
 
-    def __init__(self, config: WikiragConfig) -> None:
-        config.workspace_dir.mkdir(parents=True, exist_ok=True)
-        self._path = config.workspace_dir / LOCK_FILENAME
-        self._lock = FileLock(str(self._path), timeout=0)
 
-    def __enter__(self) -> StoreLock:
-        try:
-            self._lock.acquire()
-        except Timeout:
-            raise StoreLocked(
-                f"{self._path.parent}: another wikirag process (index or watch) is writing this store"
-            ) from None
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._lock.release()
+def open_ledger_store(config: WikiragConfig):
+    """Where this workspace's ledger lives: beside the data (storage.ledger_store)."""
+    return ledger_store(config.storage, config.workspace_dir, config.workspace)
 
 
 def run_index(config: WikiragConfig, *, dry_run: bool = False, rebuild: bool = False,
@@ -286,7 +274,7 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
     progress = progress or (lambda stage, done, total: None)
 
     if dry_run:
-        ledger = Ledger.load(config.workspace_dir) if not rebuild else Ledger()
+        ledger = Ledger.load(open_ledger_store(config)) if not rebuild else Ledger()
         _fill_plan_counts(report, plan_index(config, ledger, vault), ledger)
         report.seconds = round(time.perf_counter() - started, 3)
         return report
@@ -296,7 +284,7 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
             stack.enter_context(StoreLock(config))
         if rebuild:
             _wipe_workspace(config)
-        ledger = Ledger.load(config.workspace_dir)
+        ledger = Ledger.load(open_ledger_store(config))
         _check_store(ledger, config)
         progress("scan", 0, 1)
         cache = load_parse_cache(config.workspace_dir, config.index.encoding) if vault is None else {}
@@ -392,6 +380,8 @@ def _usage(hinting: HintingLLM | None) -> tuple[int, int, int]:
 
 
 def _wipe_workspace(config: WikiragConfig) -> None:
+    if config.storage.uses_postgres:
+        drop_workspace(config.storage, config.workspace)  # every LightRAG and ledger row of this workspace
     if config.workspace_dir.exists():
         for child in config.workspace_dir.iterdir():
             if child.name != LOCK_FILENAME:
@@ -407,7 +397,7 @@ async def _run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: Wik
     for path in plan.deleted:
         ledger.pending.merge(_pending_for(ledger.notes.pop(path), None))
     if plan.deleted:
-        ledger.save(config.workspace_dir)
+        ledger.save()
         await _apply(writer, ledger, ledger.pending, plan, tokenizer, config, report)
     table = entity_names_table(plan.vault, plan.names, config.index.default_note_type) if hinting else None
     batch_size = max(1, config.index.batch_size)
@@ -435,7 +425,7 @@ async def _run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: Wik
                 entry.hint_digest, entry.cache_keys = old.hint_digest, old.cache_keys
             ledger.notes[path] = entry
         ledger.pending.merge(pending)
-        ledger.save(config.workspace_dir)  # write-ahead: the promise comes first
+        ledger.save()  # write-ahead: the promise comes first
         await _apply(writer, ledger, ledger.pending, plan, tokenizer, config, report, contributions)
         # Phase 2: LLM extraction for extract-routed notes, on chunks now in the store.
         extract = [p for p in batch if ledger.notes[p].status == "extracting"]
@@ -445,7 +435,7 @@ async def _run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: Wik
                 pending.merge(await _extract(writer.rag, hinting, plan, path, contributions[path], ledger,
                                              table, report))
             ledger.pending.merge(pending)
-            ledger.save(config.workspace_dir)
+            ledger.save()
             await _apply(writer, ledger, ledger.pending, plan, tokenizer, config, report)
         progress("index", min(start + batch_size, len(todo)), len(todo))
     report.notes_indexed = len(todo)
@@ -542,7 +532,7 @@ async def _apply(writer: StoreWriter, ledger: Ledger, pending: Pending, plan: Pl
     report.relations_written += len(live_relations)
     report.relations_deleted += len(gone_relations)
     ledger.pending = Pending()
-    ledger.save(config.workspace_dir)
+    ledger.save()
 
 
 def _fill_plan_counts(report: IndexReport, plan: Plan, ledger: Ledger) -> None:
@@ -567,7 +557,7 @@ def _fill_totals(report: IndexReport, ledger: Ledger) -> None:
 
 
 def store_exists(config: WikiragConfig) -> bool:
-    return (config.workspace_dir / "wikirag_ledger.json").exists()
+    return open_ledger_store(config).exists()
 
 
 def workspace_path(config: WikiragConfig) -> Path:

@@ -21,7 +21,8 @@ from typing import Any
 from .config import STORE_DIRNAME, WikiragConfig
 from .engine import open_engine
 from .errors import QueryFailed, StoreNotFound
-from .ledger import LEDGER_FILENAME, Ledger
+from .ledger import Ledger
+from .storage import ledger_store
 
 MODES = ("naive", "local", "global", "hybrid", "mix", "bypass")
 
@@ -179,11 +180,12 @@ async def query_store(
         raise QueryFailed(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
     if not question.strip():
         raise QueryFailed("the question is empty")
-    if not (config.workspace_dir / LEDGER_FILENAME).exists():
+    store = ledger_store(config.storage, config.workspace_dir, config.workspace)
+    if not store.exists():
         raise StoreNotFound(f"{config.workspace_dir}: no index here; run `wikirag index {config.vault}` first")
     if mode == "bypass" and llm_func is None:
         raise QueryFailed("mode 'bypass' sends the question straight to the LLM, and none is configured")
-    ledger = ledger or Ledger.load(config.workspace_dir)
+    ledger = ledger or Ledger.load(store)
     use_llm = llm_func is not None and not context_only
     high, low = ("", "")
     if not use_llm:
