@@ -201,9 +201,10 @@ def plan_index(config: WikiragConfig, ledger: Ledger, vault: Vault | None = None
             continue
         extraction: list[str] = []
         if decision.route == "extract":
-            note = vault.notes[path]
-            plan.hints[path] = note_hint(note, vault.outgoing(path), names, vault.notes, note_type(note, default_type))
-            if plan.llm_model:
+            if plan.llm_model:  # the hint matters (and costs time to build) only when an LLM will read it
+                note = vault.notes[path]
+                plan.hints[path] = note_hint(note, vault.outgoing(path), names, vault.notes,
+                                             note_type(note, default_type))
                 if not table_digest:  # hygiene depends on every note's names and types
                     table_digest = _digest(sorted(
                         (names[p], note_type(n, default_type), sorted(n.aliases)) for p, n in vault.notes.items()))
