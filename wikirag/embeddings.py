@@ -14,8 +14,11 @@ import importlib.util
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+
+from .errors import ConfigError
 
 MINILM_NAME = "all-MiniLM-L6-v2-onnx-int8"
 MINILM_DIM = 384
@@ -140,38 +143,34 @@ class EmbeddingCounter:
         self.texts = 0
 
 
+def _counting(counter: EmbeddingCounter, embed) -> Any:
+    """An async embedding function that counts its calls and texts before calling `embed(texts)`."""
+
+    async def counted(texts: list[str], **_: object) -> np.ndarray:
+        counter.calls += 1
+        counter.texts += len(texts)
+        return await embed(list(texts))
+
+    return counted
+
+
 def make_embedding_func(spec: EmbeddingSpec, counter: EmbeddingCounter, base_url: str | None = None):
     """A LightRAG EmbeddingFunc for the spec. API keys come from the providers' usual env vars."""
     from lightrag.utils import EmbeddingFunc
 
     if spec.provider == "local":
-        async def local_embed(texts: list[str], **_: object) -> np.ndarray:
-            counter.calls += 1
-            counter.texts += len(texts)
-            return await asyncio.to_thread(shared_minilm().embed, list(texts))
-
         # max_token_size is left unset: windowing means no text is ever truncated, and a limit here
         # would make LightRAG re-split chunks behind the cost model's back.
-        return EmbeddingFunc(embedding_dim=spec.dim, func=local_embed, model_name=spec.model)
-
+        embed = _counting(counter, lambda texts: asyncio.to_thread(shared_minilm().embed, texts))
+        return EmbeddingFunc(embedding_dim=spec.dim, func=embed, model_name=spec.model)
     if spec.provider == "openai":
         from lightrag.llm.openai import openai_embed
 
-        async def api_embed(texts: list[str], **kwargs: object) -> np.ndarray:
-            counter.calls += 1
-            counter.texts += len(texts)
-            return await openai_embed.func(texts, model=spec.model, base_url=base_url)
-
-        return EmbeddingFunc(embedding_dim=spec.dim, func=api_embed, model_name=spec.model, max_token_size=8192)
-
-    if spec.provider == "ollama":
+        embed = _counting(counter, lambda texts: openai_embed.func(texts, model=spec.model, base_url=base_url))
+    elif spec.provider == "ollama":
         from lightrag.llm.ollama import ollama_embed
 
-        async def ollama(texts: list[str], **kwargs: object) -> np.ndarray:
-            counter.calls += 1
-            counter.texts += len(texts)
-            return await ollama_embed.func(texts, embed_model=spec.model, host=base_url)
-
-        return EmbeddingFunc(embedding_dim=spec.dim, func=ollama, model_name=spec.model, max_token_size=8192)
-
-    raise ValueError(f"unknown embedding provider {spec.provider!r} (use local, openai or ollama)")
+        embed = _counting(counter, lambda texts: ollama_embed.func(texts, embed_model=spec.model, host=base_url))
+    else:
+        raise ConfigError(f"unknown embedding provider {spec.provider!r} (use local, openai or ollama)")
+    return EmbeddingFunc(embedding_dim=spec.dim, func=embed, model_name=spec.model, max_token_size=8192)
