@@ -284,3 +284,22 @@ def test_the_parse_cache_is_only_a_shortcut(vault, tmp_path):
     index(vault, tmp_path / "store")
     fresh, _ = index(vault, tmp_path / "fresh")
     assert snapshot(config) == snapshot(fresh)
+
+
+def test_vaults_as_people_write_them_index_without_a_traceback(tmp_path):
+    """Random bytes named .md, control characters, NULs, CJK names, a broken fence and odd frontmatter."""
+    import os
+
+    vault = tmp_path / "vault"
+    (vault / "笔记").mkdir(parents=True)
+    (vault / "binary.md").write_bytes(os.urandom(20_000))
+    (vault / "controls.md").write_text("Bell \x07 and escape \x1b[31m red, see [[笔记/中文]].\n")
+    (vault / "nul.md").write_bytes(b"before\x00after [[controls]]\n")
+    (vault / "笔记" / "中文.md").write_text("# 中文\n\n链接 [[nul]] 和 [[缺失]]。\n")
+    (vault / "broken.md").write_text("---\ntitle: [unclosed\n---\n```\n[[in a fence that never closes]]\n")
+    (vault / "odd.md").write_text("---\ntags: 5\naliases: null\nTitle: Upper\n---\nbody [[ ]] [[|x]] [[a|b|c]]\n")
+    config, report = index(vault, tmp_path / "store")
+    assert report.notes_failed == 1 and any(i.startswith("binary.md: looks binary") for i in report.issues)
+    snap = snapshot(config)
+    assert "中文" in snap["nodes"] and "缺失" in snap["nodes"]
+    assert all("\x07" not in c and "\x1b" not in c for c, _ in snap["chunks"].values())

@@ -368,3 +368,16 @@ def test_update_file_re_resolves_only_the_links_that_name_the_file(vault_dir: Pa
     write(vault_dir, "bulk/N5.md", "changed [[N7]]\n")
     vault.update_file("bulk/N5.md")
     assert calls == ["N7"]
+
+
+def test_random_bytes_without_nuls_are_skipped_but_latin1_text_is_read(tmp_path):
+    import random
+
+    rng = random.Random(3)
+    noise = bytes(rng.choice(range(1, 256)) for _ in range(5000))  # no NUL byte at all
+    (tmp_path / "noise.md").write_bytes(noise)
+    (tmp_path / "latin.md").write_bytes("Caf\xe9 cr\xe8me, na\xefve r\xe9sum\xe9. ".encode("latin-1") * 40)
+    noise_read = read_note(tmp_path / "noise.md", "noise.md")
+    assert noise_read.text is None and "control bytes" in noise_read.issues[0].message
+    latin = read_note(tmp_path / "latin.md", "latin.md")
+    assert latin.text is not None and latin.text.startswith("Caf\ufffd cr\ufffdme")

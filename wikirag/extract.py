@@ -15,7 +15,7 @@ from typing import Any
 
 from .hints import HintingLLM
 from .hygiene import EntityNames, HygieneLog
-from .inject import ChunkRecord, EntityFragment, RelationFragment
+from .inject import ChunkRecord, EntityFragment, RelationFragment, xml_safe
 
 EXTRACTED_RANK = 2
 
@@ -95,7 +95,8 @@ def _clean(maybe_nodes: dict[str, list[dict]], maybe_edges: dict[Any, list[dict]
             if how:
                 log.merges.append(f"{path}: {name!r} -> {canonical!r} ({how})")
             kept[name] = canonical
-            out.entities.append(EntityFragment(canonical, entity_type, str(record.get("description", "")),
+            description = xml_safe(str(record.get("description", "")))
+            out.entities.append(EntityFragment(canonical, xml_safe(entity_type), description,
                                                [chunk_id] if chunk_id else [], path, EXTRACTED_RANK))
     for (src, tgt), records in sorted(maybe_edges.items()):
         for record in records:
@@ -113,6 +114,7 @@ def _clean(maybe_nodes: dict[str, list[dict]], maybe_edges: dict[Any, list[dict]
                 ends.append(canonical)
             if len(ends) != 2 or ends[0] == ends[1]:
                 continue
-            keywords = [k.strip() for k in str(record.get("keywords", "")).split(",") if k.strip()]
-            out.relations.append(RelationFragment(ends[0], ends[1], str(record.get("description", "")), keywords,
+            keywords = [xml_safe(k.strip()) for k in str(record.get("keywords", "")).split(",") if k.strip()]
+            out.relations.append(RelationFragment(ends[0], ends[1], xml_safe(str(record.get("description", ""))),
+                                                  keywords,
                                                   [chunk_id] if chunk_id else [], path, 1))

@@ -36,6 +36,15 @@ def md5_id(text: str, prefix: str) -> str:
     return compute_mdhash_id(text, prefix=prefix)
 
 
+# Characters XML 1.0 cannot carry: LightRAG's GraphML store refuses them, and a note can hold any byte.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_safe(text: str) -> str:
+    """Text as the stores can hold it: control characters dropped (tabs and newlines kept)."""
+    return _NOT_XML.sub("", text)
+
+
 def doc_id_for(path: str) -> str:
     """A note's document id: from its vault path, so identical content in two notes never collides."""
     return md5_id(path, "note-")
@@ -55,7 +64,7 @@ def normalize_name(name: str) -> str:
         return name
     from lightrag.utils import normalize_entity_name
 
-    return normalize_entity_name(name)
+    return normalize_entity_name(xml_safe(name))
 
 
 @dataclass
@@ -242,7 +251,7 @@ def note_contribution(
     chunks = [
         ChunkRecord(
             id=md5_id(f"{doc_id}:{c.content}", "chunk-"),
-            content=c.content,
+            content=xml_safe(c.content),
             tokens=c.tokens,
             order=c.order,
             heading=heading_record(note.title, c.headings),
@@ -256,7 +265,7 @@ def note_contribution(
     chunks = [c for c in chunks if not (c.id in seen or seen.add(c.id))]
     contribution = NoteContribution(note.path, doc_id, me, chunks)
     contribution.entities.append(
-        EntityFragment(me, note_type(note, default_type), note_description(note),
+        EntityFragment(me, xml_safe(note_type(note, default_type)), xml_safe(note_description(note)),
                        [c.id for c in chunks], note.path, 0)
     )
 
@@ -279,11 +288,11 @@ def note_contribution(
         chunk_ids = [] if link.frontmatter_key else _chunks_for_line(chunks, body_line)
         if link.frontmatter_key and chunks:
             chunk_ids = [chunks[0].id]
-        keywords = [*link.section, *(["embed"] if link.embed else []),
-                    *([link.heading.replace("#", " > ")] if link.heading else []),
-                    *note.tags]
+        keywords = [xml_safe(k) for k in (*link.section, *(["embed"] if link.embed else []),
+                                          *([link.heading.replace("#", " > ")] if link.heading else []),
+                                          *note.tags)]
         fragment = by_target.get(target)
-        description = _link_description(me, target, link)
+        description = xml_safe(_link_description(me, target, link))
         if fragment is None:
             by_target[target] = RelationFragment(me, target, description, keywords, chunk_ids, note.path, 1)
             target_types[target] = target_type

@@ -21,6 +21,8 @@ from wikirag.links import LinkIndex, is_note, link_name_key, name_keys
 from wikirag.models import ParsedNote, ReadIssue, Resolution, WikiLink
 from wikirag.parse import normalize_text, parse_note
 
+BINARY_CONTROL_SHARE = 0.05  # more control bytes than this (tab, newlines, form feed aside) = not text
+_CONTROL_BYTES = bytes(b for b in range(32) if b not in (9, 10, 12, 13)) + b"\x7f"
 MAX_NOTE_BYTES = 5 * 1024 * 1024  # larger .md files are skipped (pasted logs, exports)
 LONG_LINE = 10_000  # characters; reported, kept
 BINARY_SAMPLE = 8192  # bytes looked at to decide "binary"
@@ -183,7 +185,8 @@ def read_note(abs_path: Path, rel: str, max_bytes: int = MAX_NOTE_BYTES) -> Read
 
     UTF-8 (a BOM is dropped), line ends normalised to "\\n". NUL bytes are removed and invalid UTF-8 is
     replaced (U+FFFD), both reported. Skipped, with `skipped=True`: files over `max_bytes`, UTF-16 files,
-    files that look binary (8 or more NULs, over 1% of the first 8 KiB) and files that cannot be read.
+    files that look binary (8 or more NULs, over 1% of the first 8 KiB; or over 5% control bytes there)
+    and files that cannot be read.
     """
     try:
         data = _read_bytes(abs_path, max_bytes)
@@ -199,6 +202,11 @@ def read_note(abs_path: Path, rel: str, max_bytes: int = MAX_NOTE_BYTES) -> Read
     sample_nuls = data.count(0, 0, BINARY_SAMPLE)
     if sample_nuls >= BINARY_MIN_NULS and sample_nuls > BINARY_NUL_SHARE * min(len(data), BINARY_SAMPLE):
         return _skipped(rel, f"looks binary ({sample_nuls} NUL bytes in the first 8 KiB); skipped", digest)
+    sample = data[:BINARY_SAMPLE]
+    controls = len(sample) - len(sample.translate(None, _CONTROL_BYTES))
+    if len(sample) >= 64 and controls > BINARY_CONTROL_SHARE * len(sample):
+        # Text, even in the wrong encoding, has almost no control bytes; random or packed data ~11%.
+        return _skipped(rel, f"looks binary ({controls:,} control bytes in the first 8 KiB); skipped", digest)
 
     problems: list[str] = []
     try:
