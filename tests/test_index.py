@@ -303,3 +303,29 @@ def test_vaults_as_people_write_them_index_without_a_traceback(tmp_path):
     snap = snapshot(config)
     assert "中文" in snap["nodes"] and "缺失" in snap["nodes"]
     assert all("\x07" not in c and "\x1b" not in c for c, _ in snap["chunks"].values())
+
+
+def test_an_untouched_vault_is_answered_from_the_manifest(vault, tmp_path, monkeypatch):
+    import os
+    import time
+
+    config, first = index(vault, tmp_path / "store")
+    # make every file look older than the racy window, as after a normal pause
+    old = time.time_ns() - 10_000_000_000
+    for path in vault.rglob("*"):
+        if path.is_file() and ".wikirag" not in path.parts:
+            os.utime(path, ns=(old, old))
+    index(vault, tmp_path / "store")  # records the manifest for these stat data
+    from wikirag import pipeline
+
+    def no_reading(*args, **kwargs):
+        raise AssertionError("nothing changed: the vault must not be read again")
+
+    monkeypatch.setattr(pipeline.Vault, "load", no_reading)
+    again = run_index(config, embedding_func=HashEmbedding().func())
+    assert (again.entities, again.relations, again.chunks) == (first.entities, first.relations, first.chunks)
+    assert again.notes_unchanged == first.notes_total - first.notes_skipped and again.notes_indexed == 0
+    monkeypatch.undo()
+    note = vault / "projects" / "Bombe.md"
+    note.write_text(note.read_text().replace("Bombe", "Bomb", 1))  # a real edit is seen
+    assert index(vault, tmp_path / "store")[1].notes_changed == 1

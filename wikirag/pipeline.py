@@ -42,12 +42,13 @@ from .inject import (
     unresolved_name,
 )
 from .ledger import Ledger, NoteEntry, Pending
+from .manifest import drop_manifest, load_unchanged, save_manifest
 from .models import ParsedNote
 from .parsecache import load_parse_cache, save_parse_cache
 from .routing import RouteDecision, route_vault
 from .storage import LOCK_FILENAME, drop_workspace, ledger_store, writer_lock
 from .tokens import count_tokens, get_encoding, lightrag_tokenizer
-from .vault import Vault
+from .vault import Vault, scan_vault
 
 DERIVATION_VERSION = 1  # bump when note_contribution's output changes for the same input
 
@@ -285,9 +286,20 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
             stack.enter_context(StoreLock(config))
         if rebuild:
             _wipe_workspace(config)
+        progress("scan", 0, 1)
+        scan = None
+        if vault is None:  # `wikirag index`: first ask whether anything can have changed at all
+            scan = scan_vault(config.vault, config.exclude)
+            unchanged = load_unchanged(config.workspace_dir, _config_key(config), scan)
+            if unchanged is not None:
+                for name, value in unchanged.items():
+                    setattr(report, name, value)
+                report.notes_unchanged = report.notes_total - report.notes_skipped
+                report.seconds = round(time.perf_counter() - started, 3)
+                return report
+            drop_manifest(config.workspace_dir)
         ledger = Ledger.load(open_ledger_store(config))
         _check_store(ledger, config)
-        progress("scan", 0, 1)
         cache = load_parse_cache(config.workspace_dir, config.index.encoding) if vault is None else {}
         plan = plan_index(config, ledger, vault, cache)
         if vault is None and {p: c[0] for p, c in cache.items()} != plan.vault.digests:
@@ -300,6 +312,7 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
         report.recovered_pending = not ledger.pending.empty()
         if not plan.to_process and not plan.deleted and ledger.pending.empty():
             _fill_totals(report, ledger)
+            _remember_clean_run(config, scan, plan, report)
             report.seconds = round(time.perf_counter() - started, 3)
             return report
 
@@ -318,8 +331,29 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
         report.embedding_calls = counter.calls - calls_before
         report.embedding_texts = counter.texts - texts_before
         _fill_totals(report, ledger)
+        if ledger.pending.empty():
+            _remember_clean_run(config, scan, plan, report)
     report.seconds = round(time.perf_counter() - started, 3)
     return report
+
+
+_MANIFEST_FIELDS = ("notes_total", "notes_skipped", "notes_failed", "notes_pending_extraction", "entities",
+                    "relations", "chunks", "issues")
+
+
+def _config_key(config: WikiragConfig) -> str:
+    """Everything besides the files that decides what an index holds."""
+    return _digest([DERIVATION_VERSION, vars(config.index), vars(config.route), config.route_overrides,
+                    config.llm.model, embedding_spec(config).identity, config.exclude])
+
+
+def _remember_clean_run(config: WikiragConfig, scan: Any, plan: Plan, report: IndexReport) -> None:
+    """Record the files' stat data after a run that left nothing to do (not when an LLM is configured
+    and notes still wait for extraction: the next run has work)."""
+    if scan is None or (plan.llm_model and report.notes_pending_extraction):
+        return
+    save_manifest(config.workspace_dir, _config_key(config), scan,
+                  {name: getattr(report, name) for name in _MANIFEST_FIELDS})
 
 
 def _apply_budget(plan: Plan, config: WikiragConfig, budget_usd: float, report: IndexReport) -> None:
@@ -392,6 +426,7 @@ def _wipe_workspace(config: WikiragConfig) -> None:
 async def _run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: WikiragConfig,
                     report: IndexReport, progress: Progress, hinting: HintingLLM | None) -> None:
     tokenizer = lightrag_tokenizer(config.index.encoding)
+    drop_manifest(config.workspace_dir)  # the store is about to change (watch runs come here too)
     # Finish what a crashed run promised before anything new.
     if not ledger.pending.empty():
         await _apply(writer, ledger, ledger.pending, plan, tokenizer, config, report)
