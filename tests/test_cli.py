@@ -142,11 +142,15 @@ def test_doctor_never_prints_a_key(vault, monkeypatch):
     assert "OPENAI_API_KEY is set" in result.output.replace("\n", " ")
 
 
-def test_every_command_has_help_with_an_example():
-    for command in ("index", "query", "watch", "export", "doctor", "stats"):
+def test_every_command_has_help_with_an_example_and_a_readme_section():
+    readme = (SAMPLE.parent / "README.md").read_text()
+    commands = sorted(c.name or c.callback.__name__ for c in app.registered_commands)
+    assert {"index", "query", "watch", "export", "doctor", "stats", "cost-estimate"} <= set(commands)
+    for command in commands:
         result = invoke(command, "--help")
         assert result.exit_code == 0, command
         assert "Example" in result.output, command
+        assert f"### `wikirag {command}" in readme, f"README has no section for {command}"
 
 
 @pytest.mark.slow
