@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from itertools import accumulate, count
+from operator import add
 
 BlockKind = str  # "para" | "list" | "row" | "heading"
 
@@ -154,18 +156,16 @@ class _Scanner:
     # -- lines ------------------------------------------------------------------------------------------
     def feed(self, lines: list[str]) -> Layout:
         out = self.out
-        starts = out.line_starts
-        off = 0
-        for text in lines:
-            starts.append(off)
-            off += len(text) + 1
+        # line i starts after the lengths of lines 0..i-1 plus their i newlines (computed in C, not per line)
+        starts = out.line_starts = list(map(add, accumulate(map(len, lines[:-1]), initial=0), count()))
         n = len(lines)
         for i, line in enumerate(lines):
             start = starts[i]
             end = start + len(line)
             if self.mode == _NORMAL:  # fast paths for the two commonest lines
                 if not line:
-                    self.flush()
+                    if self.para_start >= 0:
+                        self.flush()
                     self.in_table = False
                     continue
                 if line[0].isalpha() and "|" not in line:  # prose at the margin: a paragraph line

@@ -40,6 +40,8 @@ _LIST_MARKER = re.compile(r"(?:[-*+]|\d{1,9}[.)])[ \t]+(?:\[.\][ \t]+)?")
 _HEADING_MARKER = re.compile(r"#{1,6}[ \t]+")
 _TRAILING_BLOCK_ID = re.compile(r"[ \t]\^[A-Za-z0-9-]+[ \t]*$|^\^[A-Za-z0-9-]+$")
 CONTEXT_CHARS = 300
+# ASCII bytes -> b" " for what str.split() treats as whitespace, b"x" for the rest (word counting)
+_WORD_TABLE = bytes(32 if chr(c).isspace() else 120 for c in range(128)) + b"x" * 128
 
 
 class _Found(NamedTuple):
@@ -112,9 +114,18 @@ def parse_note(text: str, path: str) -> ParsedNote:
         block_ids=_block_ids(masked),
         links=links,
         links_in_code_ignored=in_code,
-        words=len(body.split()),
+        words=count_words(body),
         route_override=props.route_override,
     )
+
+
+def count_words(text: str) -> int:
+    """`len(text.split())` without making the word strings: for ASCII text, map whitespace to b" " and
+    everything else to b"x", then count the word starts."""
+    if not text.isascii():
+        return len(text.split())
+    marks = text.encode("ascii").translate(_WORD_TABLE)
+    return marks.count(b" x") + (marks[:1] == b"x")
 
 
 # -- link grammar -----------------------------------------------------------------------------------------
@@ -125,6 +136,9 @@ def split_wikilink(inner: str) -> tuple[str, str | None, str | None, str | None]
 
     `\\|` (how a pipe is written inside a table) is a plain `|` everywhere.
     """
+    if "|" not in inner and "#" not in inner:  # a bare `[[Target]]`: the general steps reduce to a strip
+        target = inner.strip()
+        return (target, None, None, None) if target else None
     path, bar, label = inner.replace("\\|", "|").partition("|")
     target, hash_, fragment = path.partition("#")
     target = target.strip()
@@ -191,16 +205,20 @@ def _find_links(body: str, masked: str) -> list[_Found]:
     found: list[_Found] = []
     if "[" not in masked:
         return found
-    for a, b, embed, inner in wikilink_matches(masked):
-        if masked[a:b] != body[a:b]:
+    clean = masked is body  # nothing was masked: no need to compare
+    for m in WIKILINK.finditer(masked):  # `wikilink_matches`, inlined
+        a, b = m.span()
+        embed = a > 0 and masked[a - 1] == "!"
+        a -= embed
+        if not clean and masked[a:b] != body[a:b]:
             continue  # part of it sits in code or a comment
-        parts = split_wikilink(inner)
+        parts = split_wikilink(m.group(1))
         if parts is not None:
             found.append(_Found(a, b, embed, "wikilink", *parts))
     if "](" in masked:
         wiki_spans = [(f.start, f.end) for f in found]
         for a, b, embed, text, dest in markdown_link_matches(masked):
-            if masked[a:b] != body[a:b] or any(s < b and a < e for s, e in wiki_spans):
+            if (not clean and masked[a:b] != body[a:b]) or any(s < b and a < e for s, e in wiki_spans):
                 continue
             parts = split_destination(dest)
             if parts is not None:
@@ -350,21 +368,23 @@ class _BodyLinks:
 
     def build(self) -> list[WikiLink]:
         line_starts, body, offset = self.layout.line_starts, self.body, self.offset
+        heading_offsets, heading_paths, context = self.heading_offsets, self.heading_paths, self.context
         out = []
-        for n, f in enumerate(self.found):
-            k = bisect_right(self.heading_offsets, f.start) - 1
+        for found, display in zip(self.found, self.displays, strict=True):
+            start, end, embed, kind, target, heading, block, label = found
+            k = bisect_right(heading_offsets, start) - 1
             out.append(
                 WikiLink(
-                    raw=body[f.start : f.end],
-                    target=f.target,
-                    heading=f.heading,
-                    block=f.block,
-                    label=f.label,
-                    embed=f.embed,
-                    kind=f.kind,
-                    line=offset + bisect_right(line_starts, f.start),
-                    section=self.heading_paths[k] if k >= 0 else (),
-                    context=self.context(f.start, self.displays[n]),
+                    raw=body[start:end],
+                    target=target,
+                    heading=heading,
+                    block=block,
+                    label=label,
+                    embed=embed,
+                    kind=kind,
+                    line=offset + bisect_right(line_starts, start),
+                    section=heading_paths[k] if k >= 0 else (),
+                    context=context(start, display),
                 )
             )
         return out
@@ -372,9 +392,11 @@ class _BodyLinks:
     def context(self, at: int, display: str) -> str:
         """The sentence holding the link (the whole line for list items, table rows and headings)."""
         k = bisect_right(self.block_starts, at) - 1
-        if k < 0 or at >= self.layout.blocks[k][1]:
+        if k < 0:
             return ""
         bs, be, kind = self.layout.blocks[k]
+        if at >= be:
+            return ""
         if kind == "para":
             bounds = self.sentences.get(k)
             if bounds is None:
@@ -388,17 +410,18 @@ class _BodyLinks:
         text = self.rendered.get((ws, we))
         if text is None:
             text = self.rendered[ws, we] = self._render(ws, we, kind)
-        return _clip(text, display)
+        return text if len(text) <= CONTEXT_CHARS else _clip(text, display)
 
     def _sentence_bounds(self, start: int, end: int) -> list[int]:
         """Sentence starts in a paragraph: after . ! ? … before whitespace, after CJK stops, and around
         a line that holds nothing but links (embeds stacked one per line)."""
-        masked, bounds = self.masked, [start]
+        masked, bounds, starts, ends = self.masked, [start], self.starts, self.ends
         for m in _SENTENCE_END.finditer(masked, start, end):
             stop = m.end()
             if stop < end and not masked[stop].isspace() and masked[m.start()] not in _CJK_STOPS:
                 continue  # `3.14`, `e.g.x`: no sentence end
-            if not _inside(stop - 1, self.starts, self.ends):
+            k = bisect_right(starts, stop - 1) - 1  # `_inside`, inlined: is the stop inside a link?
+            if k < 0 or stop - 1 >= ends[k]:
                 bounds.append(stop)
         if masked.find("\n", start, end) >= 0:
             line_start = start
@@ -421,14 +444,23 @@ class _BodyLinks:
 
     def _render(self, start: int, end: int, kind: str) -> str:
         """body[start:end] with links flattened, comments and math dropped; code stays as written."""
-        visible, found, pieces, pos = self.visible, self.found, [], start
+        visible, found, displays, pieces, pos = self.visible, self.found, self.displays, [], start
         for i in range(bisect_left(self.starts, start), len(found)):
-            if found[i].start >= end:
+            f = found[i]
+            if f.start >= end:
                 break
-            pieces += (visible[pos : found[i].start], self.displays[i])
-            pos = found[i].end
+            pieces += (visible[pos : f.start], displays[i])
+            pos = f.end
         pieces.append(visible[pos:end])
         text = "".join(pieces)
+        if kind == "para" and "\n" not in text:
+            # a sentence on one line (the common case): the steps below, without the per-line loop
+            if text[:1] in (" ", "\t", ">") and (start == 0 or self.body[start - 1] == "\n"):
+                text = text[_LINE_PREFIX.match(text).end() :]
+            text = " ".join(text.split())
+            if "](" in text:
+                text = _ANY_MARKDOWN_LINK.sub(_link_text, text)
+            return _TRAILING_BLOCK_ID.sub("", text) if "^" in text else text
         lines = text.split("\n")
         for n, line in enumerate(lines):
             if line[:1] in (" ", "\t", ">") and (n or start == 0 or self.body[start - 1] == "\n"):
@@ -443,8 +475,12 @@ class _BodyLinks:
             lines[n] = line
         text = " ".join(" ".join(lines).split())
         if "](" in text:  # external Markdown links: keep their text
-            text = _ANY_MARKDOWN_LINK.sub(lambda m: m.group(1).strip(), text)
+            text = _ANY_MARKDOWN_LINK.sub(_link_text, text)
         return _TRAILING_BLOCK_ID.sub("", text) if "^" in text else text
+
+
+def _link_text(m: re.Match[str]) -> str:
+    return m.group(1).strip()
 
 
 def _clip(text: str, focus: str, width: int = CONTEXT_CHARS) -> str:
