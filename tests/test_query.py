@@ -1,0 +1,78 @@
+"""query_store with and without an LLM, on a real store (hashed embeddings, fake LLM)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from tests.fakes import FakeLLM
+from tests.storekit import HashEmbedding, copy_vault
+from wikirag.config import load_config
+from wikirag.errors import QueryFailed
+from wikirag.ledger import Ledger
+from wikirag.pipeline import run_index
+from wikirag.query import Vocabulary, derive_keywords, query_store
+
+SAMPLE = Path(__file__).resolve().parent.parent / "sample_vault"
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    root = tmp_path_factory.mktemp("q")
+    vault = copy_vault(SAMPLE, root / "vault")
+    config = load_config(vault, store=root / "store")
+    run_index(config, embedding_func=HashEmbedding().func())
+    return config
+
+
+def ask(config, question, **kwargs):
+    return asyncio.run(query_store(config, question, embedding_func=HashEmbedding().func(), **kwargs))
+
+
+def test_keywords_come_from_the_vaults_own_names(store):
+    vocabulary = Vocabulary.from_ledger(Ledger.load(store.workspace_dir))
+    high, low = derive_keywords("What did Turing build at Station X?", vocabulary)
+    assert "Alan Turing" in low  # an alias ("Turing") names the note's entity
+    assert any("Station X" in k or "build" in k for k in high)
+    high, low = derive_keywords("zebra quantum", vocabulary)
+    assert low == ["zebra quantum"] and high == ["zebra quantum"]  # no names: the question's own phrases
+
+
+def test_with_an_llm_the_answer_comes_with_its_sources(store):
+    llm = FakeLLM()
+    result = ask(store, "Who designed the Bombe?", mode="hybrid", llm_func=llm)
+    assert result.answer and "fake answer" in result.answer
+    assert result.no_answer_reason is None
+    assert [c.kind for c in llm.calls] == ["keywords", "answer"]  # LightRAG's own keyword call, then the answer
+    assert result.sources and all(s.obsidian_uri.startswith("obsidian://open?") for s in result.sources)
+
+
+def test_streaming_hands_each_piece_to_the_caller(store):
+    pieces: list[str] = []
+
+    async def streaming_llm(prompt, system_prompt=None, history_messages=None, stream=False, **kwargs):
+        if not stream:
+            return '{"high_level_keywords": ["machines"], "low_level_keywords": ["Bombe"]}'
+
+        async def gen():
+            for word in ("The ", "Bombe ", "answer."):
+                yield word
+        return gen()
+
+    result = ask(store, "Who designed the Bombe?", mode="mix", llm_func=streaming_llm, on_token=pieces.append)
+    assert pieces == ["The ", "Bombe ", "answer."] and result.answer == "The Bombe answer."
+
+
+def test_context_only_with_an_llm_makes_no_llm_call(store):
+    llm = FakeLLM()
+    result = ask(store, "Who designed the Bombe?", mode="local", llm_func=llm, context_only=True)
+    assert result.answer is None and "--context-only" in result.no_answer_reason
+    assert llm.calls == []
+    assert result.entities
+
+
+def test_a_failing_llm_is_a_clear_error_not_an_empty_result(store):
+    with pytest.raises(QueryFailed):
+        ask(store, "Who designed the Bombe?", mode="naive", llm_func=FakeLLM(mode="fail", fail_kinds=("answer",)))
