@@ -550,3 +550,16 @@ def _pg_snapshot_counts(settings, workspace: str) -> dict:
     nodes = _rows(settings, "SELECT count(*) FROM lightrag_graph_nodes WHERE workspace = %s", workspace)[0][0]
     edges = _rows(settings, "SELECT count(*) FROM lightrag_graph_edges WHERE workspace = %s", workspace)[0][0]
     return {"nodes": nodes, "edges": edges}
+
+
+def test_doctor_warns_when_a_shared_server_gets_the_folder_name_as_workspace(pg, settings, tmp_path):
+    from wikirag.config import WikiragConfig
+    from wikirag.doctor import run_doctor
+
+    vault = tmp_path / "Notes"
+    vault.mkdir()
+    config = WikiragConfig(vault=vault, store=tmp_path / "store", workspace="Notes", storage=settings)
+    warned = [c for c in run_doctor(config).checks if c.name == "workspace"]
+    assert warned and warned[0].status == "warn" and "unique name" in warned[0].detail
+    named = WikiragConfig(vault=vault, store=tmp_path / "store", workspace="team-notes", storage=settings)
+    assert not [c for c in run_doctor(named).checks if c.name == "workspace"]

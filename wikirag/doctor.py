@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .config import WikiragConfig
+from .config import WikiragConfig, workspace_name
 from .engine import embedding_spec
 from .ledger import Ledger
 from .storage import StorageUnreachable, check_storage, ledger_store
@@ -137,6 +137,10 @@ def run_doctor(config: WikiragConfig, *, check_llm_call: bool = False) -> Doctor
     report.checks.append(_tokenizer(config))
     report.checks.append(_embedding(config))
     storage = [Check(name, status, detail) for name, status, detail in check_storage(config.storage)]
+    if config.storage.backend != "file" and config.workspace == workspace_name(config.vault):
+        # On a shared server every vault folder called "Notes" would land in one workspace.
+        storage.append(Check("workspace", "warn", f"{config.workspace!r} is the vault folder's name; on a shared "
+                                                  "server set `workspace` in wikirag.toml to a unique name"))
     report.checks += storage
     if all(c.status != "fail" for c in storage):
         report.checks.append(_store(config))
