@@ -176,3 +176,19 @@ def test_a_budget_extracts_what_fits_and_leaves_the_rest_pending(vault, tmp_path
     fresh = config_for(vault, tmp_path / "fresh")
     index(fresh, FakeLLM())
     assert snapshot(config) == snapshot(fresh)
+
+
+def test_gleaning_zero_halves_the_calls_and_the_estimate_follows(vault, tmp_path):
+    from wikirag.cost import estimate_for_config
+
+    glean = config_for(vault, tmp_path / "a")
+    plain = load_config(vault, store=tmp_path / "b", overrides={"llm": {"model": "fake:one"},
+                                                                 "index": {"gleaning": 0}})
+    with_glean, without = FakeLLM(), FakeLLM()
+    index(glean, with_glean)
+    index(plain, without)
+    kinds = [c.kind for c in without.calls]
+    assert "glean" not in kinds and kinds.count("extract") == [c.kind for c in with_glean.calls].count("extract")
+    prices = {"price_in": 0.15, "price_out": 0.6}
+    estimated = estimate_for_config(plain, prices).scenarios["wikirag"]
+    assert estimated.gleaning_calls == 0 and estimated.extraction_calls == kinds.count("extract")

@@ -48,6 +48,9 @@ class IndexSettings:
     default_note_type: str = "note"
     # Notes per storage flush: LightRAG's file stores rewrite whole files on every flush.
     batch_size: int = 500
+    # LightRAG's gleaning pass (a second "what did you miss?" call per chunk) for extract-routed notes.
+    # 1 is LightRAG's default; 0 halves the LLM calls, leaning on the link hint for what is known.
+    gleaning: int = 1
 
 
 @dataclass

@@ -193,6 +193,8 @@ class CostSettings:
             "encoding": config.index.encoding,
             "default_note_type": config.index.default_note_type,
         }
+        if "gleaning" not in merged:  # the pipeline's own setting, unless [cost] asks "what if"
+            changes["gleaning"] = config.index.gleaning
         if config.llm.model and "model" not in merged:
             changes["model"] = config.llm.model
         if base.prices_file and not Path(base.prices_file).is_absolute():

@@ -146,6 +146,7 @@ async def open_engine(
             chunk_token_size=config.index.chunk_token_size,
             chunk_overlap_token_size=config.index.chunk_overlap_token_size,
             chunking_func=lightrag_chunking_func(),
+            entity_extract_max_gleaning=config.index.gleaning,
             enable_content_headings=True,
             **(storages or lightrag_storage_kwargs(config.storage)),
         )

@@ -209,7 +209,7 @@ def plan_index(config: WikiragConfig, ledger: Ledger, vault: Vault | None = None
                 if not table_digest:  # hygiene depends on every note's names and types
                     table_digest = _digest(sorted(
                         (names[p], note_type(n, default_type), sorted(n.aliases)) for p, n in vault.notes.items()))
-                extraction = [plan.llm_model, _digest(plan.hints[path]), table_digest]
+                extraction = [plan.llm_model, config.index.gleaning, _digest(plan.hints[path]), table_digest]
             else:
                 extraction = ["pending"]
         plan.signatures[path] = _signature(vault, path, names, unresolved, config, extraction)
