@@ -70,9 +70,29 @@ def main(
     """
 
 
+# --- shared options ------------------------------------------------------------------------------
+
+VaultArg = Annotated[Path, typer.Argument(help="The Obsidian vault folder.", show_default=False)]
+RouteOpt = Annotated[
+    list[str] | None,
+    typer.Option("--route", metavar="[GLOB=]ROUTE", help="Force inject|extract|skip (repeatable)."),
+]
+StoreOpt = Annotated[
+    Path | None, typer.Option("--store", help="Store folder (default: VAULT/.wikirag; env WIKIRAG_STORE).")
+]
+ConfigOpt = Annotated[Path | None, typer.Option("--config", help="Config file (default: VAULT/wikirag.toml).")]
+ExcludeOpt = Annotated[
+    list[str] | None, typer.Option("--exclude", metavar="GLOB", help="Leave out matching paths (repeatable).")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+LLMOpt = Annotated[
+    str | None, typer.Option("--llm", metavar="PROVIDER:MODEL", help="LLM, e.g. openai:gpt-4o-mini (env WIKIRAG_LLM).")
+]
+
+
 @app.command()
 def stats(
-    vault: Annotated[Path, typer.Argument(help="The Obsidian vault folder.", show_default=False)],
+    vault: VaultArg,
     *,
     exclude: Annotated[
         list[str] | None,
@@ -114,21 +134,6 @@ def stats(
             render_graph_stats(graph, Console())
 
 
-# --- shared options ------------------------------------------------------------------------------
-
-StoreOpt = Annotated[
-    Path | None, typer.Option("--store", help="Store folder (default: VAULT/.wikirag; env WIKIRAG_STORE).")
-]
-ConfigOpt = Annotated[Path | None, typer.Option("--config", help="Config file (default: VAULT/wikirag.toml).")]
-ExcludeOpt = Annotated[
-    list[str] | None, typer.Option("--exclude", metavar="GLOB", help="Leave out matching paths (repeatable).")
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
-LLMOpt = Annotated[
-    str | None, typer.Option("--llm", metavar="PROVIDER:MODEL", help="LLM, e.g. openai:gpt-4o-mini (env WIKIRAG_LLM).")
-]
-
-
 def _config(vault: Path, *, store: Path | None = None, config_file: Path | None = None,
             exclude: list[str] | None = None, llm: str | None = None, llm_concurrency: int | None = None,
             route: list[str] | None = None) -> WikiragConfig:
@@ -147,17 +152,14 @@ def _stderr() -> Console:
 
 @app.command()
 def index(
-    vault: Annotated[Path, typer.Argument(help="The Obsidian vault folder.", show_default=False)],
+    vault: VaultArg,
     *,
     store: StoreOpt = None,
     config_file: ConfigOpt = None,
     exclude: ExcludeOpt = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would change; write nothing.")] = False,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Drop this vault's index and build it again.")] = False,
-    route: Annotated[
-        list[str] | None,
-        typer.Option("--route", metavar="[GLOB=]ROUTE", help="Force inject|extract|skip (repeatable)."),
-    ] = None,
+    route: RouteOpt = None,
     llm: LLMOpt = None,
     llm_concurrency: Annotated[int | None, typer.Option("--llm-concurrency", help="LLM requests in flight.")] = None,
     budget: Annotated[
@@ -262,7 +264,7 @@ def query(
 
 @app.command()
 def watch(
-    vault: Annotated[Path, typer.Argument(help="The Obsidian vault folder.", show_default=False)],
+    vault: VaultArg,
     *,
     store: StoreOpt = None,
     config_file: ConfigOpt = None,
@@ -308,7 +310,7 @@ def watch(
 
 @app.command("cost-estimate")
 def cost_estimate(
-    vault: Annotated[Path, typer.Argument(help="The Obsidian vault folder.", show_default=False)],
+    vault: VaultArg,
     *,
     config_file: ConfigOpt = None,
     exclude: ExcludeOpt = None,
@@ -317,10 +319,7 @@ def cost_estimate(
     ] = None,
     price_in: Annotated[float | None, typer.Option("--price-in", help="USD per 1M input tokens.")] = None,
     price_out: Annotated[float | None, typer.Option("--price-out", help="USD per 1M output tokens.")] = None,
-    route: Annotated[
-        list[str] | None,
-        typer.Option("--route", metavar="[GLOB=]ROUTE", help="Force inject|extract|skip (repeatable)."),
-    ] = None,
+    route: RouteOpt = None,
     top: Annotated[int, typer.Option("--top", help="How many of the most expensive notes to list.")] = 10,
     as_json: JsonOpt = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="One row per note, for spreadsheets.")] = False,
@@ -386,7 +385,7 @@ def export(
 
 @app.command()
 def doctor(
-    vault: Annotated[Path, typer.Argument(help="The Obsidian vault folder.", show_default=False)] = Path("."),
+    vault: VaultArg = Path("."),
     *,
     store: StoreOpt = None,
     config_file: ConfigOpt = None,
