@@ -72,7 +72,7 @@ def main(
 
 # --- shared options ------------------------------------------------------------------------------
 
-VaultArg = Annotated[Path, typer.Argument(help="The Obsidian vault folder.", show_default=False)]
+VaultArg = Annotated[Path, typer.Argument(metavar="VAULT", help="The Obsidian vault folder.", show_default=False)]
 RouteOpt = Annotated[
     list[str] | None,
     typer.Option("--route", metavar="[GLOB=]ROUTE", help="Force inject|extract|skip (repeatable)."),
