@@ -90,7 +90,6 @@ class HintingLLM:
         self.llm_func = llm_func
         self.hints: dict[str, str] = {}
         self.calls = 0
-        self.hinted_calls = 0
         self.usage: Any = None  # llm.LLMUsage when the function is a configured provider
 
     def __deepcopy__(self, memo: dict) -> HintingLLM:
@@ -107,7 +106,6 @@ class HintingLLM:
             text = input_text(str(history[0].get("content", "")))
         hint = self.hints.get(text) if text is not None else None
         if hint:
-            self.hinted_calls += 1
             if _INPUT_FENCE in prompt:
                 prompt = with_hint(prompt, hint)
             history = [

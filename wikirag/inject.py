@@ -285,9 +285,7 @@ def note_contribution(
         if not target or target == me:
             continue
         body_line = link.line - note.body_line_offset
-        chunk_ids = [] if link.frontmatter_key else _chunks_for_line(chunks, body_line)
-        if link.frontmatter_key and chunks:
-            chunk_ids = [chunks[0].id]
+        chunk_ids = _chunks_for_line(chunks, body_line)  # frontmatter lines (<= 0) fall to the first chunk
         keywords = [xml_safe(k) for k in (*link.section, *(["embed"] if link.embed else []),
                                           *([link.heading.replace("#", " > ")] if link.heading else []),
                                           *note.tags)]

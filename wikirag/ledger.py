@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .inject import ChunkRecord, EntityFragment, NoteContribution, RelationFragment
-from .storage import LEDGER_FILENAME, FileLedgerStore, LedgerStore, atomic_write_text
+from .inject import EntityFragment, NoteContribution, RelationFragment
+from .storage import LEDGER_FILENAME, FileLedgerStore, LedgerStore
 
 LEDGER_VERSION = 1
 
@@ -143,4 +143,4 @@ def _entry_from_dict(data: dict[str, Any]) -> NoteEntry:
     return NoteEntry(**data)
 
 
-__all__ = ["ChunkRecord", "Ledger", "NoteEntry", "Pending", "atomic_write_text", "LEDGER_FILENAME"]
+__all__ = ["Ledger", "NoteEntry", "Pending", "LEDGER_FILENAME"]

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .ledger import atomic_write_text
+from .storage import atomic_write_text
 from .vault import ScanResult
 
 MANIFEST_FILENAME = "wikirag_manifest.json"

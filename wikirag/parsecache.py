@@ -11,8 +11,8 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-from .ledger import atomic_write_text
 from .models import Heading, ParsedNote, WikiLink
+from .storage import atomic_write_text
 
 CACHE_FILENAME = "wikirag_parsed.json"
 CACHE_VERSION = 1

@@ -595,6 +595,3 @@ def _fill_totals(report: IndexReport, ledger: Ledger) -> None:
 def store_exists(config: WikiragConfig) -> bool:
     return open_ledger_store(config).exists()
 
-
-def workspace_path(config: WikiragConfig) -> Path:
-    return config.workspace_dir

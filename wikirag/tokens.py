@@ -82,15 +82,6 @@ def get_encoding(name: str = DEFAULT_ENCODING):
     return tiktoken.get_encoding(name)
 
 
-def encoding_for_model(model: str | None) -> str:
-    """The encoding a model's token counts are measured in (o200k for current OpenAI models)."""
-    if model and any(model.startswith(p) for p in ("gpt-3.5", "gpt-4-", "text-embedding-3", "text-embedding-ada")):
-        return "cl100k_base"
-    if model == "gpt-4":
-        return "cl100k_base"
-    return DEFAULT_ENCODING
-
-
 def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
     return len(get_encoding(encoding).encode(text, disallowed_special=()))
 
