@@ -108,6 +108,41 @@ def workspace_name(vault: Path) -> str:
     return name
 
 
+_WORKSPACE_NAME = re.compile(r"[\w.-]+")
+
+
+def check_workspace_name(name: str, origin: str) -> str:
+    """A workspace names one folder inside the store (and a row prefix on servers): never a path."""
+    if not _WORKSPACE_NAME.fullmatch(name) or name in {".", ".."}:
+        raise ConfigError(f"{origin}: workspace {name!r} must be one folder name (letters, digits, '_', '-', '.'), "
+                          "not a path, '.' or '..'")
+    return name
+
+
+def check_store_location(vault: Path, store: Path, workspace: str, origin: str, *, vault_file: bool = False) -> None:
+    """Refuse a store that would put wikirag's files, or a `--rebuild`, among the user's notes.
+
+    The store may not be the vault, hold the vault, or be a visible folder inside it (Obsidian shows and
+    syncs those; the default `.wikirag` is hidden). A store named by the vault's own wikirag.toml must stay
+    inside the vault: a shared or synced vault must not be able to point wikirag anywhere else.
+    """
+    vault_dir, store_dir = vault.resolve(), store.resolve()
+    workspace_dir = (store / workspace).resolve()
+    if vault_dir.is_relative_to(store_dir):
+        raise ConfigError(f"{origin}: store {store} is the vault or a folder holding it; "
+                          "use a folder of its own (default: VAULT/.wikirag)")
+    if not workspace_dir.is_relative_to(store_dir) or workspace_dir == store_dir:
+        raise ConfigError(f"{origin}: workspace folder {workspace_dir} is not inside the store {store_dir}")
+    if store_dir.is_relative_to(vault_dir):
+        inside = store_dir.relative_to(vault_dir).parts
+        if not any(part.startswith(".") for part in inside):
+            raise ConfigError(f"{origin}: store {store} is a visible folder of the vault, among the notes; "
+                              "use a hidden one such as .wikirag, or a folder outside the vault")
+    elif vault_file:
+        raise ConfigError(f"{origin}: store {store} is outside the vault; a vault's own wikirag.toml may only name "
+                          "a folder inside it (use --store or WIKIRAG_STORE for another place)")
+
+
 def _coerce(value: Any, current: Any, key: str) -> Any:
     """Turn env/flag strings into the type of the default they replace."""
     if not isinstance(value, str):
@@ -186,15 +221,27 @@ def load_config(
         given = {k: v for k, v in values.items() if v is not None}
         sections[name] = _apply(sections[name], given, "command line", name)
 
-    store_path = store or (Path(env["WIKIRAG_STORE"]) if env.get("WIKIRAG_STORE") else None)
-    if store_path is None and top.get("store"):
-        store_path = (vault / str(top["store"])).resolve()
-    store_path = Path(store_path) if store_path else vault / STORE_DIRNAME
+    if store is not None:
+        store_path, store_origin = Path(store), "--store"
+    elif env.get("WIKIRAG_STORE"):
+        store_path, store_origin = Path(env["WIKIRAG_STORE"]), "WIKIRAG_STORE"
+    elif top.get("store"):
+        store_path, store_origin = vault / str(top["store"]), str(path)
+    else:
+        store_path, store_origin = vault / STORE_DIRNAME, "default store"
+    if top.get("workspace"):
+        workspace = check_workspace_name(str(top["workspace"]), str(path))
+    elif env.get("WIKIRAG_WORKSPACE"):
+        workspace = check_workspace_name(env["WIKIRAG_WORKSPACE"], "WIKIRAG_WORKSPACE")
+    else:
+        workspace = workspace_name(vault)
+    check_store_location(vault, store_path, workspace, store_origin,
+                         vault_file=store_origin == str(path) and config_file is None)
     excludes = list(top.get("exclude", [])) + list(exclude or [])
     return WikiragConfig(
         vault=vault,
         store=store_path,
-        workspace=str(top.get("workspace") or env.get("WIKIRAG_WORKSPACE") or workspace_name(vault)),
+        workspace=workspace,
         exclude=excludes,
         index=sections["index"],
         embedding=sections["embedding"],

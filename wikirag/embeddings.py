@@ -122,6 +122,9 @@ def shared_minilm() -> MiniLMEmbedder:
         return _shared
 
 
+EMBEDDING_PROVIDERS = ("local", "openai", "ollama")
+
+
 @dataclass
 class EmbeddingSpec:
     """Which embedding model a store uses; recorded in the store so two models never mix."""

@@ -22,7 +22,7 @@ from typing import Any
 
 from .chunking import lightrag_chunking_func
 from .config import WikiragConfig
-from .embeddings import EmbeddingCounter, EmbeddingSpec, make_embedding_func
+from .embeddings import EMBEDDING_PROVIDERS, EmbeddingCounter, EmbeddingSpec, make_embedding_func
 from .errors import ConfigError, LLMNotConfigured, StoreLocked
 from .storage import StorageSettings, lightrag_environment, lightrag_storage_kwargs, storage_unreachable
 from .tokens import lightrag_tokenizer
@@ -55,6 +55,9 @@ def embedding_spec(config: WikiragConfig) -> EmbeddingSpec:
     provider, _, model = config.embedding.model.partition(":")
     if not model:
         raise ConfigError(f"embedding model {config.embedding.model!r}: write it as provider:model")
+    if provider not in EMBEDDING_PROVIDERS:
+        raise ConfigError(f"embedding model {config.embedding.model!r}: unknown provider {provider!r} "
+                          f"(use one of {', '.join(EMBEDDING_PROVIDERS)})")
     return EmbeddingSpec(provider=provider, model=model, dim=config.embedding.dim)
 
 

@@ -33,3 +33,7 @@ class StoreNotFound(WikiragError):
 
 class QueryFailed(WikiragError):
     """A query could not be answered (bad mode, empty question, LLM failure)."""
+
+
+class ExportRefused(WikiragError):
+    """An export would write where wikirag must not (among the vault's notes, onto a folder)."""

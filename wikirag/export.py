@@ -16,7 +16,7 @@ from xml.sax.saxutils import escape
 
 from .config import WikiragConfig
 from .engine import open_engine
-from .errors import StoreNotFound
+from .errors import ExportRefused, StoreNotFound
 from .storage import ledger_store
 
 SEP = "<SEP>"
@@ -117,9 +117,20 @@ def write_graphml(graph: Graph, out: Path) -> None:
     out.write_text("\n".join(lines), encoding="utf-8")
 
 
+def check_export_path(config: WikiragConfig, out: Path) -> None:
+    """wikirag never writes into the user's notes: an export goes outside the vault (or into its store)."""
+    target, vault = out.resolve(), config.vault.resolve()
+    if target.is_relative_to(vault) and not target.is_relative_to(config.store.resolve()):
+        raise ExportRefused(f"{out}: inside the vault {config.vault}; wikirag never writes among your notes, "
+                            "write the export somewhere else")
+    if target.is_dir():
+        raise ExportRefused(f"{out}: is a folder; give a file name")
+
+
 def export_graph(config: WikiragConfig, out: Path, fmt: str, **engine_kwargs: Any) -> Graph:
     if fmt not in {"graphml", "json"}:
         raise ValueError(f"unknown export format {fmt!r}; use graphml or json")
+    check_export_path(config, out)
     graph = asyncio.run(read_graph(config, **engine_kwargs))
     (write_graphml if fmt == "graphml" else write_json)(graph, out)
     return graph

@@ -16,7 +16,6 @@ import asyncio
 import contextlib
 import hashlib
 import json
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -46,7 +45,7 @@ from .manifest import drop_manifest, load_unchanged, save_manifest
 from .models import ParsedNote
 from .parsecache import load_parse_cache, save_parse_cache
 from .routing import RouteDecision, route_vault
-from .storage import LOCK_FILENAME, drop_workspace, ledger_store, writer_lock
+from .storage import drop_workspace, ledger_store, wipe_store_files, writer_lock
 from .tokens import count_tokens, get_encoding, lightrag_tokenizer
 from .vault import Vault, scan_vault
 
@@ -281,6 +280,7 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
         report.seconds = round(time.perf_counter() - started, 3)
         return report
 
+    _check_settings(config, llm_func or hinting)
     async with contextlib.AsyncExitStack() as stack:
         if not locked:
             stack.enter_context(StoreLock(config))
@@ -414,13 +414,20 @@ def _usage(hinting: HintingLLM | None) -> tuple[int, int, int]:
     return usage.calls, usage.input_tokens, usage.output_tokens
 
 
+def _check_settings(config: WikiragConfig, llm_func: Callable[..., Any] | None) -> None:
+    """Fail on a bad embedding or LLM setting before anything is written or deleted."""
+    embedding_spec(config)
+    if config.llm.model and llm_func is None:
+        from .llm import parse_llm_spec
+
+        parse_llm_spec(config.llm.model)
+
+
 def _wipe_workspace(config: WikiragConfig) -> None:
+    """`--rebuild`: drop this workspace's rows (servers) and wikirag's and LightRAG's files, by name only."""
     if config.storage.uses_postgres:
         drop_workspace(config.storage, config.workspace)  # every LightRAG and ledger row of this workspace
-    if config.workspace_dir.exists():
-        for child in config.workspace_dir.iterdir():
-            if child.name != LOCK_FILENAME:
-                shutil.rmtree(child) if child.is_dir() else child.unlink()
+    wipe_store_files(config.workspace_dir)
 
 
 async def _run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: WikiragConfig,

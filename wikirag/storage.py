@@ -28,6 +28,7 @@ Traps this module handles (lightrag-hku 1.5.7, `lightrag/kg/postgres_impl.py` un
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import hashlib
 import json
 import logging
@@ -407,6 +408,33 @@ class FileLedgerStore:
 
     def delete(self) -> None:
         self.path.unlink(missing_ok=True)
+
+
+# What a store folder may hold that wikirag or LightRAG wrote, by name: LightRAG's KV, vector and graph files,
+# wikirag's own JSON files, and the temp files of interrupted atomic writes. `--rebuild` deletes these and
+# nothing else, so a store pointed at the wrong folder can never take a user's file with it.
+STORE_FILE_PATTERNS = (
+    "kv_store_*.json", "vdb_*.json", "graph_chunk_entity_relation.graphml", "wikirag_*.json",
+    ".kv_store_*.tmp", ".vdb_*.tmp", ".wikirag_*.tmp",
+)
+
+
+def is_store_file(path: Path) -> bool:
+    return path.is_file() and not path.is_symlink() and any(fnmatch.fnmatchcase(path.name, p)
+                                                           for p in STORE_FILE_PATTERNS)
+
+
+def wipe_store_files(workspace_dir: Path) -> list[Path]:
+    """Delete the files wikirag and LightRAG keep in a workspace folder; return what else is there (kept)."""
+    kept = []
+    if not workspace_dir.is_dir():
+        return kept
+    for child in sorted(workspace_dir.iterdir()):
+        if is_store_file(child):
+            child.unlink()
+        elif child.name != LOCK_FILENAME:
+            kept.append(child)
+    return kept
 
 
 def atomic_write_text(path: Path, text: str) -> None:
