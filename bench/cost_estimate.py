@@ -103,10 +103,10 @@ def generate(count: int, root: Path, seed: int = 7) -> int:
 
 
 def run(vault_root: Path, model: str) -> dict:
-    from wikirag.cost import CostSettings, estimate_vault, prompt_sizes
-    from wikirag.routing import RouteSettings, route_vault
-    from wikirag.tokens import get_encoding
-    from wikirag.vault import Vault
+    from wikirag.lightrag.tokens import get_encoding
+    from wikirag.plan.cost import CostSettings, estimate_vault, prompt_sizes
+    from wikirag.plan.routing import RouteSettings, route_vault
+    from wikirag.vault.model import Vault
 
     timings: dict[str, float] = {}
     started = t = time.perf_counter()
@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.prompt_sizes:
         from dataclasses import asdict
 
-        from wikirag.cost import CostSettings, prompt_sizes
+        from wikirag.plan.cost import CostSettings, prompt_sizes
 
         print(json.dumps(asdict(prompt_sizes(CostSettings(model=args.model))), indent=2))
         return 0

@@ -26,12 +26,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.fakes import FakeLLM, fake_embedding_func  # noqa: E402
-from wikirag.config import load_config  # noqa: E402
-from wikirag.engine import import_lightrag  # noqa: E402
-from wikirag.inject import note_entity_names  # noqa: E402
-from wikirag.pipeline import run_index  # noqa: E402
-from wikirag.tokens import lightrag_tokenizer  # noqa: E402
-from wikirag.vault import Vault  # noqa: E402
+from wikirag.graph.contribution import note_entity_names  # noqa: E402
+from wikirag.index.run import run_index  # noqa: E402
+from wikirag.lightrag.engine import import_lightrag  # noqa: E402
+from wikirag.lightrag.tokens import lightrag_tokenizer  # noqa: E402
+from wikirag.settings import load_config  # noqa: E402
+from wikirag.vault.model import Vault  # noqa: E402
 
 TOPICS = ["Cipher", "Rotor", "Codebook", "Station", "Machine", "Signal", "Protocol", "Network", "Archive", "Bureau"]
 
@@ -94,7 +94,7 @@ async def vanilla(vault_dir: Path, workdir: Path) -> tuple[FakeLLM, list[tuple[s
 
 
 def wikirag(vault_dir: Path, workdir: Path) -> tuple[FakeLLM, list[tuple[str, str]]]:
-    from wikirag.export import read_graph
+    from wikirag.query.export import read_graph
 
     config = load_config(vault_dir, store=workdir / "store", overrides={"llm": {"model": "fake:bench"}})
     llm = FakeLLM()

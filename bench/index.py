@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from wikirag.config import load_config  # noqa: E402
-from wikirag.pipeline import run_index  # noqa: E402
+from wikirag.index.run import run_index  # noqa: E402
+from wikirag.settings import load_config  # noqa: E402
 
 
 def _peak_rss_mb() -> float:

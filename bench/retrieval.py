@@ -21,11 +21,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from wikirag.config import load_config  # noqa: E402
-from wikirag.engine import open_engine  # noqa: E402
-from wikirag.ledger import Ledger  # noqa: E402
-from wikirag.pipeline import run_index, store_exists  # noqa: E402
-from wikirag.query import query_store  # noqa: E402
+from wikirag.index.ledger import Ledger  # noqa: E402
+from wikirag.index.run import run_index, store_exists  # noqa: E402
+from wikirag.lightrag.engine import open_engine  # noqa: E402
+from wikirag.query.retrieve import query_store  # noqa: E402
+from wikirag.settings import load_config  # noqa: E402
 
 MODES = ("naive", "local", "global", "hybrid", "mix")
 

@@ -23,9 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from wikirag.config import load_config  # noqa: E402
-from wikirag.pipeline import run_index  # noqa: E402
-from wikirag.storage import StorageSettings, drop_workspace, lightrag_environment, lightrag_storage_kwargs  # noqa: E402
+from wikirag.index.run import run_index  # noqa: E402
+from wikirag.settings import load_config  # noqa: E402
+from wikirag.storage.backends import StorageSettings, drop_workspace, lightrag_environment, lightrag_storage_kwargs  # noqa: E402
 
 
 def _embedding(kind: str):
@@ -45,7 +45,7 @@ def _touch_one_percent(vault: Path, seed: int = 3) -> int:
 
 
 def _one(label: str, vault: Path, store: Path, embedding: str, settings: StorageSettings | None) -> dict[str, float]:
-    from wikirag.query import ask
+    from wikirag.query.retrieve import ask
 
     work = store / "vault"
     shutil.copytree(vault, work, ignore=shutil.ignore_patterns(".wikirag"))

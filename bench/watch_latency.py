@@ -22,8 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from wikirag.config import load_config  # noqa: E402
-from wikirag.watch import watch_vault  # noqa: E402
+from wikirag.index.watch import watch_vault  # noqa: E402
+from wikirag.settings import load_config  # noqa: E402
 
 
 def _graph_has(config, name: str) -> bool:

@@ -13,7 +13,7 @@ import shutil
 from dataclasses import asdict
 from pathlib import Path
 
-from wikirag.vault import Vault
+from wikirag.vault.model import Vault
 
 FIXTURES = Path(__file__).parent / "fixtures"
 VAULTS = FIXTURES / "vaults"

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 from lightrag.utils import EmbeddingFunc
 
-from wikirag.config import WikiragConfig
+from wikirag.settings import WikiragConfig
 
 DIM = 384
 

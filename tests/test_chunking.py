@@ -1,5 +1,5 @@
-from wikirag.chunking import chunk_text, heading_record, lightrag_chunking_func
-from wikirag.tokens import lightrag_tokenizer
+from wikirag.lightrag.tokens import lightrag_tokenizer
+from wikirag.markdown.chunking import chunk_text, heading_record, lightrag_chunking_func
 
 TOK = lightrag_tokenizer()
 

@@ -10,10 +10,10 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.storekit import HashEmbedding, copy_vault, snapshot
-from wikirag import engine
-from wikirag.cli import app
-from wikirag.config import load_config
-from wikirag.ledger import Ledger
+from wikirag.cli.app import app
+from wikirag.index.ledger import Ledger
+from wikirag.lightrag import engine
+from wikirag.settings import load_config
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_vault"
 runner = CliRunner()

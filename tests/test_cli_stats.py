@@ -12,9 +12,9 @@ from typer.testing import CliRunner
 
 from tests.golden import VAULTS
 from wikirag import __version__
-from wikirag.cli import app
-from wikirag.stats import compute_stats
-from wikirag.vault import Vault
+from wikirag.cli.app import app
+from wikirag.vault.model import Vault
+from wikirag.vault.stats import compute_stats
 
 runner = CliRunner()
 SAMPLE_VAULT = Path(__file__).resolve().parents[1] / "sample_vault"

@@ -21,9 +21,13 @@ from hypothesis import strategies as st
 
 from tests.fakes import FakeLLM, fake_embedding_func
 from tests.storekit import copy_vault
-from wikirag.chunking import chunk_text
-from wikirag.config import WikiragConfig, load_config
-from wikirag.cost import (
+from wikirag.errors import ConfigError
+from wikirag.index.run import run_index
+from wikirag.lightrag.engine import import_lightrag
+from wikirag.lightrag.tokens import count_tokens, lightrag_tokenizer
+from wikirag.markdown.chunking import chunk_text
+from wikirag.models import ParsedNote, Resolution, WikiLink
+from wikirag.plan.cost import (
     CostSettings,
     ModelPrice,
     PriceTable,
@@ -41,13 +45,9 @@ from wikirag.cost import (
     read_note_files,
     render_extraction_prompts,
 )
-from wikirag.engine import import_lightrag
-from wikirag.errors import ConfigError
-from wikirag.models import ParsedNote, Resolution, WikiLink
-from wikirag.pipeline import run_index
-from wikirag.routing import RouteDecision, note_features, route_note, route_vault
-from wikirag.tokens import count_tokens, lightrag_tokenizer
-from wikirag.vault import Vault
+from wikirag.plan.routing import RouteDecision, note_features, route_note, route_vault
+from wikirag.settings import WikiragConfig, load_config
+from wikirag.vault.model import Vault
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_vault"
@@ -114,7 +114,7 @@ def test_breadcrumb_matches_lightrag():
     from lightrag.chunk_schema import format_heading_context
     from lightrag.operate import _truncate_section_context
 
-    from wikirag.chunking import heading_record
+    from wikirag.markdown.chunking import heading_record
 
     tokenizer = lightrag_tokenizer()
     cases = [["Alan Turing"], ["A", "B  c", "D"], ["Ünïcödé → arrow", "zero\u200bwidth"], ["x" * 120, "y" * 90],
@@ -141,7 +141,7 @@ def test_prompt_sizes_are_the_rendered_templates():
 
 
 def test_prompt_sizes_disk_cache_round_trip(tmp_path, monkeypatch):
-    from wikirag import cost
+    from wikirag.plan import cost
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     cost._cached_prompt_sizes.cache_clear()
@@ -191,15 +191,15 @@ def test_section_context_and_hints_are_paid_per_chunk():
 
 
 def test_default_hint_is_the_pipelines_header():
-    from wikirag.hints import HINT_TITLE, note_hint
-    from wikirag.inject import note_entity_names
+    from wikirag.graph.contribution import note_entity_names
+    from wikirag.plan.hints import HINT_TITLE, note_hint
 
     turing = note("text", path="people/Alan Turing.md", type="person", aliases=["Prof"])
     bombe = note("text", path="projects/Bombe.md", type="machine")
     notes = {turing.path: turing, bombe.path: bombe}
     outgoing = [(WikiLink(raw="[[Bombe]]", target="Bombe"), Resolution("resolved", bombe.path)),
                 (WikiLink(raw="[[Nowhere]]", target="Nowhere"), Resolution("unresolved"))]
-    from wikirag.cost import hint_text
+    from wikirag.plan.cost import hint_text
 
     text = hint_text(turing, outgoing, notes)
     assert text == note_hint(turing, outgoing, note_entity_names(notes), notes, "person")
@@ -468,7 +468,7 @@ def _calibrated(llm: FakeLLM, base: CostSettings) -> CostSettings:
 
 def _chunk_text(llm: FakeLLM, prompt: str) -> str:
     """The chunk alone: wikirag's hint sits inside the fence LightRAG's input text starts with."""
-    from wikirag.hints import input_text
+    from wikirag.plan.hints import input_text
 
     return input_text(prompt) or llm.input_text(prompt)
 

@@ -9,10 +9,10 @@ import pytest
 
 from tests.fakes import FakeLLM
 from tests.storekit import HashEmbedding, copy_vault, snapshot
-from wikirag.config import load_config
-from wikirag.hints import HINT_TITLE
-from wikirag.ledger import Ledger
-from wikirag.pipeline import plan_index, run_index
+from wikirag.index.ledger import Ledger
+from wikirag.index.run import plan_index, run_index
+from wikirag.plan.hints import HINT_TITLE
+from wikirag.settings import load_config
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_vault"
 
@@ -179,7 +179,7 @@ def test_a_budget_extracts_what_fits_and_leaves_the_rest_pending(vault, tmp_path
 
 
 def test_gleaning_zero_halves_the_calls_and_the_estimate_follows(vault, tmp_path):
-    from wikirag.cost import estimate_for_config
+    from wikirag.plan.cost import estimate_for_config
 
     glean = config_for(vault, tmp_path / "a")
     plain = load_config(vault, store=tmp_path / "b", overrides={"llm": {"model": "fake:one"},

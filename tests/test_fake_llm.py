@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from tests.fakes import KINDS, FakeLLM, fake_embedding_func, hashing_embed
-from wikirag.cost import CostSettings, render_extraction_prompts
-from wikirag.engine import import_lightrag
-from wikirag.tokens import count_tokens
+from wikirag.lightrag.engine import import_lightrag
+from wikirag.lightrag.tokens import count_tokens
+from wikirag.plan.cost import CostSettings, render_extraction_prompts
 
 import_lightrag()
 from lightrag.operate import _process_extraction_result  # noqa: E402

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from wikirag.hygiene import EntityNames
+from wikirag.graph.hygiene import EntityNames
 
 
 @pytest.fixture
@@ -50,6 +50,6 @@ def test_prompt_placeholders_are_examples(names):
 def test_the_fast_path_of_name_normalisation_agrees_with_lightrag(name):
     from lightrag.utils import normalize_entity_name
 
-    from wikirag.inject import normalize_name
+    from wikirag.graph.contribution import normalize_name
 
     assert normalize_name(name) == normalize_entity_name(name)

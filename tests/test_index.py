@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from tests.storekit import HashEmbedding, copy_vault, snapshot
-from wikirag import inject
-from wikirag.config import load_config
 from wikirag.errors import StoreLocked, StoreMismatch
-from wikirag.inject import plain_text
-from wikirag.pipeline import StoreLock, run_index
-from wikirag.vault import Vault
+from wikirag.graph import contribution as inject
+from wikirag.graph.contribution import plain_text
+from wikirag.index.run import StoreLock, run_index
+from wikirag.settings import load_config
+from wikirag.vault.model import Vault
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_vault"
 
@@ -210,7 +210,7 @@ def test_the_store_is_a_plain_lightrag_working_dir(vault, tmp_path):
     config, _ = index(vault, tmp_path / "store")
     from lightrag import LightRAG, QueryParam
 
-    from wikirag.tokens import lightrag_tokenizer
+    from wikirag.lightrag.tokens import lightrag_tokenizer
 
     async def no_llm(*args, **kwargs):
         raise AssertionError("naive context queries must not call the LLM")
@@ -273,7 +273,7 @@ def test_kill_9_during_index_then_the_next_run_completes(tmp_path, after_first_w
 
 
 def test_the_parse_cache_is_only_a_shortcut(vault, tmp_path):
-    from wikirag.parsecache import CACHE_FILENAME
+    from wikirag.index.parsecache import CACHE_FILENAME
 
     config, _ = index(vault, tmp_path / "store")
     cache_file = config.workspace_dir / CACHE_FILENAME
@@ -316,7 +316,7 @@ def test_an_untouched_vault_is_answered_from_the_manifest(vault, tmp_path, monke
         if path.is_file() and ".wikirag" not in path.parts:
             os.utime(path, ns=(old, old))
     index(vault, tmp_path / "store")  # records the manifest for these stat data
-    from wikirag import pipeline
+    from wikirag.index import run as pipeline
 
     def no_reading(*args, **kwargs):
         raise AssertionError("nothing changed: the vault must not be read again")

@@ -7,8 +7,8 @@ import unicodedata
 
 import pytest
 
-from wikirag.links import LinkIndex
 from wikirag.models import Resolution, WikiLink
+from wikirag.vault.links import LinkIndex
 
 VAULT = [
     "Note.md",

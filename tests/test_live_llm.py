@@ -29,8 +29,8 @@ from pathlib import Path
 
 import pytest
 
-from wikirag.config import LLMSettings, load_config
-from wikirag.llm import Backoff, LLMCallError, LLMUsage, make_llm_func
+from wikirag.llm.client import Backoff, LLMCallError, LLMUsage, make_llm_func
+from wikirag.settings import LLMSettings, load_config
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 STARTUP_LIMIT_S = 60.0
@@ -195,7 +195,7 @@ def test_a_real_validation_error_fails_fast(live):
 
 def test_lightrag_extracts_one_note_over_the_real_wire(live, tmp_path):
     from tests.storekit import HashEmbedding
-    from wikirag.engine import open_engine
+    from wikirag.lightrag.engine import open_engine
 
     vault = tmp_path / "vault"
     vault.mkdir()

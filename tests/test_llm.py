@@ -17,9 +17,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from wikirag.config import LLMSettings
 from wikirag.errors import ConfigError
-from wikirag.llm import (
+from wikirag.llm.client import (
     Backoff,
     LLMCallError,
     LLMUsage,
@@ -31,6 +30,7 @@ from wikirag.llm import (
     parse_llm_spec,
     redact,
 )
+from wikirag.settings import LLMSettings
 
 FAST = Backoff(initial_s=0.01, max_s=0.05)
 FAKE_KEY = "sk-test-Zq8xV3mK9pL2wR7tY4uB"
@@ -380,7 +380,7 @@ def test_missing_usage_falls_back_to_a_marked_estimate(server):
 
 
 def test_lightrag_extraction_prompts_are_counted_by_kind(server):
-    from wikirag.engine import import_lightrag
+    from wikirag.lightrag.engine import import_lightrag
 
     import_lightrag()
     from lightrag.prompt import PROMPTS
@@ -461,8 +461,8 @@ def test_lightrag_can_rebuild_our_error_with_a_prefix():
 
 def test_lightrag_insert_over_the_openai_wire(server, tmp_path):
     from tests.storekit import HashEmbedding
-    from wikirag.config import load_config
-    from wikirag.engine import open_engine
+    from wikirag.lightrag.engine import open_engine
+    from wikirag.settings import load_config
 
     srv = server()
     srv.reply = ("entity<|#|>Ada Lovelace<|#|>person<|#|>Ada Lovelace wrote the first algorithm.\n"

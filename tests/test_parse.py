@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from wikirag.markdown.parse import parse_note
 from wikirag.models import Heading, WikiLink
-from wikirag.parse import parse_note
 
 
 def links(text: str) -> list[WikiLink]:

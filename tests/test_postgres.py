@@ -16,7 +16,7 @@ import pytest
 from tests.pgserver_fixture import APP_DATABASE, APP_PASSWORD, APP_USER, ServerUnavailable, start_private_server
 from tests.storekit import HashEmbedding, copy_vault, snapshot
 from wikirag.errors import ConfigError, StoreLocked
-from wikirag.storage import (
+from wikirag.storage.backends import (
     FileLedgerStore,
     LedgerConflict,
     PostgresLedgerStore,
@@ -314,12 +314,12 @@ def _forget_shared_data() -> None:
 
 
 async def _open(settings: StorageSettings, workspace: str, tmp: Path):
-    from wikirag.engine import import_lightrag
+    from wikirag.lightrag.engine import import_lightrag
 
     import_lightrag()
     from lightrag import LightRAG
 
-    from wikirag.tokens import lightrag_tokenizer
+    from wikirag.lightrag.tokens import lightrag_tokenizer
 
     async def no_llm(*args, **kwargs):
         raise AssertionError("no LLM call expected")
@@ -333,7 +333,7 @@ async def _open(settings: StorageSettings, workspace: str, tmp: Path):
 
 async def _write(rag, tag: str) -> None:
     """The same ids in every workspace, with the workspace's own text: a leak would show."""
-    from wikirag.inject import ChunkRecord, StoreWriter
+    from wikirag.graph.contribution import ChunkRecord, StoreWriter
 
     writer = StoreWriter(rag)
     chunks = [ChunkRecord("chunk-1", f"{tag}: Alice met Bob at Bletchley", 8, 0,
@@ -359,7 +359,7 @@ def test_lightrag_pg_storages_take_wikiraqs_writes_per_workspace(settings, vecto
     two workspaces in one database, open at once, never see each other's chunks, vectors or graph."""
     from lightrag import QueryParam
 
-    from wikirag.inject import StoreWriter
+    from wikirag.graph.contribution import StoreWriter
 
     async def run() -> None:
         one = await _open(settings, "ws_one", tmp_path)
@@ -425,7 +425,7 @@ def test_lightrag_pg_storages_take_wikiraqs_writes_per_workspace(settings, vecto
 
 def _pg_snapshot(settings: StorageSettings, config) -> dict:
     """What storekit.snapshot reads from the file store, read from the database instead."""
-    from wikirag.export import read_graph
+    from wikirag.query.export import read_graph
 
     ws = config.workspace
     with lightrag_environment(settings):
@@ -476,9 +476,9 @@ def _edit(vault: Path) -> None:
 
 
 def test_index_on_postgres_equals_the_file_store_fresh_and_incremental(settings, vector, tmp_path):
-    from wikirag.config import load_config
-    from wikirag.pipeline import run_index
-    from wikirag.query import ask
+    from wikirag.index.run import run_index
+    from wikirag.query.retrieve import ask
+    from wikirag.settings import load_config
 
     vault = copy_vault(SAMPLE, tmp_path / "vault")
     storages = lightrag_storage_kwargs(settings)
@@ -513,14 +513,14 @@ def test_index_on_postgres_equals_the_file_store_fresh_and_incremental(settings,
 
 def test_config_selects_postgres_and_the_ledger_and_lock_live_there(pg, settings, vector, tmp_path):
     """index, re-index with --rebuild, export, query, lock and doctor, chosen by wikirag.toml alone."""
-    from wikirag.config import WikiragConfig, load_config
+    from wikirag.settings import WikiragConfig, load_config
 
     if "storage" not in WikiragConfig.__dataclass_fields__:
         pytest.skip("engine/config/pipeline do not read [storage] yet (integration edits not applied)")
-    from wikirag.doctor import run_doctor
-    from wikirag.export import read_graph
-    from wikirag.pipeline import StoreLock, run_index, store_exists
-    from wikirag.query import ask
+    from wikirag.cli.doctor import run_doctor
+    from wikirag.index.run import StoreLock, run_index, store_exists
+    from wikirag.query.export import read_graph
+    from wikirag.query.retrieve import ask
 
     vault = copy_vault(SAMPLE, tmp_path / "vault")
     (vault / "wikirag.toml").write_text('workspace = "integrated"\n[storage]\nbackend = "postgres"\n')
@@ -553,8 +553,8 @@ def _pg_snapshot_counts(settings, workspace: str) -> dict:
 
 
 def test_doctor_warns_when_a_shared_server_gets_the_folder_name_as_workspace(pg, settings, tmp_path):
-    from wikirag.config import WikiragConfig
-    from wikirag.doctor import run_doctor
+    from wikirag.cli.doctor import run_doctor
+    from wikirag.settings import WikiragConfig
 
     vault = tmp_path / "Notes"
     vault.mkdir()

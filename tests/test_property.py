@@ -6,8 +6,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from wikirag.parse import parse_note
-from wikirag.properties import _json_safe, load_simple_yaml
+from wikirag.markdown.parse import parse_note
+from wikirag.markdown.properties import _json_safe, load_simple_yaml
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -9,11 +9,11 @@ import pytest
 
 from tests.fakes import FakeLLM
 from tests.storekit import HashEmbedding, copy_vault
-from wikirag.config import load_config
 from wikirag.errors import QueryFailed
-from wikirag.ledger import Ledger
-from wikirag.pipeline import run_index
-from wikirag.query import Vocabulary, derive_keywords, query_store
+from wikirag.index.ledger import Ledger
+from wikirag.index.run import run_index
+from wikirag.query.retrieve import Vocabulary, derive_keywords, query_store
+from wikirag.settings import load_config
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_vault"
 

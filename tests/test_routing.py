@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from wikirag.errors import ConfigError
+from wikirag.lightrag.tokens import count_tokens
 from wikirag.models import ParsedNote, Resolution, WikiLink
-from wikirag.routing import (
+from wikirag.plan.routing import (
     ROUTES,
     RouteSettings,
     note_features,
@@ -17,7 +18,6 @@ from wikirag.routing import (
     route_note,
     route_vault,
 )
-from wikirag.tokens import count_tokens
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_vault"
 
@@ -148,7 +148,7 @@ def test_route_overrides_parse_and_match_globs():
 
 @pytest.mark.skipif(not SAMPLE.is_dir(), reason="sample vault not present")
 def test_sample_vault_routes_with_one_line_reasons():
-    from wikirag.vault import Vault
+    from wikirag.vault.model import Vault
 
     vault = Vault.load(SAMPLE)
     decisions = route_vault(vault)

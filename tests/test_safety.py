@@ -13,9 +13,9 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.storekit import HashEmbedding
-from wikirag import engine
-from wikirag.cli import app
-from wikirag.config import load_config
+from wikirag.cli.app import app
+from wikirag.lightrag import engine
+from wikirag.settings import load_config
 
 runner = CliRunner()
 

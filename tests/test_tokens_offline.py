@@ -14,7 +14,7 @@ def test_encodings_load_with_the_network_unavailable(tmp_path):
             raise OSError("network disabled in this test")
         socket.socket.connect = refuse
         socket.create_connection = refuse
-        from wikirag.tokens import get_encoding, lightrag_tokenizer, cache_path
+        from wikirag.lightrag.tokens import get_encoding, lightrag_tokenizer, cache_path
         from pathlib import Path
         enc = get_encoding("o200k_base")
         assert enc.encode("hello world") == [24912, 2375], enc.encode("hello world")
@@ -32,7 +32,7 @@ def test_encodings_load_with_the_network_unavailable(tmp_path):
 
 
 def test_a_corrupt_cache_file_is_replaced(tmp_path, monkeypatch):
-    from wikirag import tokens
+    from wikirag.lightrag import tokens
 
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
     target = tokens.cache_path("cl100k_base", tmp_path)

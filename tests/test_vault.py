@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from wikirag.errors import VaultNotFound
-from wikirag.ignore import IgnoreRules, glob_to_regex
-from wikirag.links import LinkIndex
-from wikirag.vault import Vault, read_note, scan_vault
+from wikirag.vault.ignore import IgnoreRules, glob_to_regex
+from wikirag.vault.links import LinkIndex
+from wikirag.vault.model import Vault, read_note, scan_vault
 
 needs_symlinks = pytest.mark.skipif(os.name == "nt", reason="needs symlinks")
 

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from tests.storekit import HashEmbedding, copy_vault, snapshot
-from wikirag.config import load_config
 from wikirag.errors import StoreLocked
-from wikirag.pipeline import run_index
-from wikirag.watch import ignored_path, watch_vault
+from wikirag.index.run import run_index
+from wikirag.index.watch import ignored_path, watch_vault
+from wikirag.settings import load_config
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_vault"
 QUIET = 0.3
@@ -212,7 +212,7 @@ def test_an_llm_outage_never_stops_the_watcher(tmp_path):
     time.sleep(1.0)
     stop.set()
     thread.join(30)
-    from wikirag.ledger import Ledger
+    from wikirag.index.ledger import Ledger
 
     entry = Ledger.load(config.workspace_dir).notes["Essay.md"]
     assert entry.status == "indexed", entry.error

@@ -1,0 +1,413 @@
+"""The `wikirag` command line. It only translates: library calls in, rendering and exit codes out."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+from rich.console import Console
+from rich.live import Live
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn
+
+from wikirag import __version__
+from wikirag.cli.doctor import run_doctor
+from wikirag.cli.render import (
+    issue_line,
+    render_cost_estimate,
+    render_doctor,
+    render_graph_stats,
+    render_index_report,
+    render_query_result,
+    render_stats,
+    watch_status,
+)
+from wikirag.errors import WikiragError
+from wikirag.index.run import run_index
+from wikirag.index.watch import watch_vault
+from wikirag.query.export import export_graph, store_graph_stats
+from wikirag.query.retrieve import ask, find_vault
+from wikirag.settings import WikiragConfig, load_config
+from wikirag.vault.model import Vault
+from wikirag.vault.stats import compute_stats
+
+app = typer.Typer(
+    name="wikirag",
+    help="Graph RAG over Obsidian vaults: the graph comes from your [[wikilinks]].",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def fail(message: str) -> NoReturn:
+    """One line on stderr, exit status 1: how every user error ends."""
+    typer.echo(f"Error: {message}", err=True)
+    raise typer.Exit(1)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"wikirag {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Show the version and exit."),
+    ] = False,
+) -> None:
+    """Graph RAG over Obsidian vaults.
+
+    Example:
+
+        wikirag stats ~/Notes
+    """
+
+
+# --- shared options ------------------------------------------------------------------------------
+
+VaultArg = Annotated[Path, typer.Argument(metavar="VAULT", help="The Obsidian vault folder.", show_default=False)]
+RouteOpt = Annotated[
+    list[str] | None,
+    typer.Option("--route", metavar="[GLOB=]ROUTE", help="Force inject|extract|skip (repeatable)."),
+]
+StoreOpt = Annotated[
+    Path | None, typer.Option("--store", help="Store folder (default: VAULT/.wikirag; env WIKIRAG_STORE).")
+]
+ConfigOpt = Annotated[Path | None, typer.Option("--config", help="Config file (default: VAULT/wikirag.toml).")]
+ExcludeOpt = Annotated[
+    list[str] | None, typer.Option("--exclude", metavar="GLOB", help="Leave out matching paths (repeatable).")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+LLMOpt = Annotated[
+    str | None, typer.Option("--llm", metavar="PROVIDER:MODEL", help="LLM, e.g. openai:gpt-4o-mini (env WIKIRAG_LLM).")
+]
+
+
+@app.command()
+def stats(
+    vault: VaultArg,
+    *,
+    exclude: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--exclude",
+            metavar="GLOB",
+            help="Leave out matching paths (repeatable): `drafts/**`, `*.excalidraw.md`, `Templates`.",
+        ),
+    ] = None,
+    store: Annotated[
+        Path | None, typer.Option("--store", help="Store folder whose graph to describe (default: VAULT/.wikirag).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")] = False,
+) -> None:
+    """Count a vault's notes, words and links, and list hubs, orphans and problems.
+
+    Once the vault is indexed, the graph's figures follow (nodes, edges, types, top entities).
+    Read problems go to stderr, one line per file; the run goes on.
+
+    Example:
+
+        wikirag stats ~/Notes --exclude "Templates/**" --json
+    """
+    try:
+        result = compute_stats(Vault.load(vault, exclude or ()))
+        graph = store_graph_stats(_config(vault, store=store))
+    except WikiragError as exc:
+        fail(str(exc))
+    err = Console(stderr=True, soft_wrap=True, highlight=False)
+    for issue in result.read_issues:
+        err.print(issue_line(issue), markup=False)
+    if as_json:
+        payload = asdict(result)
+        payload["graph"] = asdict(graph) if graph else None
+        typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
+    else:
+        render_stats(result, Console())
+        if graph:
+            render_graph_stats(graph, Console())
+
+
+def _config(vault: Path, *, store: Path | None = None, config_file: Path | None = None,
+            exclude: list[str] | None = None, llm: str | None = None, llm_concurrency: int | None = None,
+            route: list[str] | None = None) -> WikiragConfig:
+    return load_config(
+        vault, store=store, config_file=config_file, exclude=exclude,
+        overrides={"llm": {"model": llm, "concurrency": llm_concurrency}}, route_overrides=route,
+    )
+
+
+def _stderr() -> Console:
+    return Console(stderr=True, soft_wrap=True, highlight=False)
+
+
+# --- index ---------------------------------------------------------------------------------------
+
+
+@app.command()
+def index(
+    vault: VaultArg,
+    *,
+    store: StoreOpt = None,
+    config_file: ConfigOpt = None,
+    exclude: ExcludeOpt = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would change; write nothing.")] = False,
+    rebuild: Annotated[bool, typer.Option("--rebuild", help="Drop this vault's index and build it again.")] = False,
+    route: RouteOpt = None,
+    llm: LLMOpt = None,
+    llm_concurrency: Annotated[int | None, typer.Option("--llm-concurrency", help="LLM requests in flight.")] = None,
+    budget: Annotated[
+        float | None,
+        typer.Option("--budget", metavar="USD", help="Extract only while the estimate fits; the rest wait."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Index a vault into LightRAG: links and frontmatter become the graph, no LLM needed.
+
+    Runs are incremental: only new, changed and deleted notes (and notes whose links now point
+    elsewhere) are touched. With an LLM configured, notes routed to extraction go through LightRAG's
+    extraction with their links as a hint; without one they wait as "pending extraction".
+
+    Example:
+
+        wikirag index ~/Notes
+        wikirag index ~/Notes --dry-run --json
+    """
+    try:
+        config = _config(vault, store=store, config_file=config_file, exclude=exclude, llm=llm,
+                         llm_concurrency=llm_concurrency, route=route)
+        if as_json:
+            report = run_index(config, dry_run=dry_run, rebuild=rebuild, budget_usd=budget)
+        else:
+            with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                          MofNCompleteColumn(), console=_stderr(), transient=True) as bar:
+                task = bar.add_task("scanning", total=None)
+
+                def progress(stage: str, done: int, total: int) -> None:
+                    bar.update(task, description=stage, completed=done, total=total)
+
+                report = run_index(config, dry_run=dry_run, rebuild=rebuild, progress=progress, budget_usd=budget)
+    except WikiragError as exc:
+        fail(str(exc))
+    if as_json:
+        typer.echo(json.dumps(asdict(report), ensure_ascii=False, indent=2))
+    else:
+        render_index_report(report, Console())
+
+
+# --- query ---------------------------------------------------------------------------------------
+
+
+@app.command()
+def query(
+    question: Annotated[str, typer.Argument(help="The question.", show_default=False)],
+    *,
+    mode: Annotated[str, typer.Option("--mode", "-m", help="naive, local, global, hybrid, mix or bypass.")] = "hybrid",
+    vault: Annotated[
+        Path | None, typer.Option("--vault", help="Vault (default: found from the current folder upwards).")
+    ] = None,
+    store: StoreOpt = None,
+    config_file: ConfigOpt = None,
+    top_k: Annotated[int | None, typer.Option("--top-k", help="Entities/relations to retrieve.")] = None,
+    chunk_top_k: Annotated[int | None, typer.Option("--chunk-top-k", help="Chunks to retrieve.")] = None,
+    max_tokens: Annotated[int | None, typer.Option("--max-tokens", help="Token budget for the context.")] = None,
+    response_type: Annotated[
+        str | None, typer.Option("--response-type", help='Answer shape, e.g. "Bullet Points".')
+    ] = None,
+    stream: Annotated[bool, typer.Option("--stream", help="Print the answer as it arrives.")] = False,
+    context_only: Annotated[
+        bool, typer.Option("--context-only", help="Retrieve and show context; no LLM answer.")
+    ] = False,
+    llm: LLMOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Ask the index a question; cites the notes the answer came from.
+
+    Without an LLM the retrieved context (entities, relations, chunks and their notes) is shown
+    instead of an answer, with keywords taken from the vault's own names.
+
+    Example:
+
+        wikirag query "Who designed the Bombe?" -m hybrid
+        wikirag query "cipher machines" -m naive --context-only --json
+    """
+    try:
+        root = vault or find_vault(Path.cwd())
+        config = _config(root, store=store, config_file=config_file, llm=llm)
+        llm_func = None
+        if config.llm.model and not context_only:
+            from wikirag.llm.client import make_llm_func
+
+            llm_func = make_llm_func(config.llm)
+        on_token = (lambda piece: typer.echo(piece, nl=False)) if stream and llm_func and not as_json else None
+        result = ask(config, question, mode=mode, top_k=top_k, chunk_top_k=chunk_top_k,
+                     max_total_tokens=max_tokens, response_type=response_type, context_only=context_only,
+                     llm_func=llm_func, on_token=on_token)
+    except WikiragError as exc:
+        fail(str(exc))
+    if as_json:
+        typer.echo(json.dumps(asdict(result), ensure_ascii=False, indent=2, default=str))
+        return
+    if on_token:
+        typer.echo()
+    render_query_result(result, Console(), answer_streamed=on_token is not None)
+
+
+# --- watch ---------------------------------------------------------------------------------------
+
+
+@app.command()
+def watch(
+    vault: VaultArg,
+    *,
+    store: StoreOpt = None,
+    config_file: ConfigOpt = None,
+    exclude: ExcludeOpt = None,
+    quiet_seconds: Annotated[
+        float, typer.Option("--quiet-seconds", help="Wait this long after the last change before indexing.")
+    ] = 1.0,
+    llm: LLMOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON line per batch, for scripts.")] = False,
+) -> None:
+    """Index, then follow the vault's changes until Ctrl-C (edits, new notes, renames, deletions).
+
+    Example:
+
+        wikirag watch ~/Notes
+        wikirag watch ~/Notes --json | jq .notes_changed
+    """
+    try:
+        config = _config(vault, store=store, config_file=config_file, exclude=exclude, llm=llm)
+        if as_json:
+            def emit(item: object) -> None:
+                typer.echo(json.dumps(asdict(item), ensure_ascii=False))
+
+            asyncio.run(watch_vault(config, quiet_seconds=quiet_seconds, on_batch=emit, on_initial=emit))
+        else:
+            console = Console(stderr=True)
+            with Live(watch_status(None, str(vault), 0), console=console, refresh_per_second=4) as live:
+                asyncio.run(watch_vault(
+                    config, quiet_seconds=quiet_seconds,
+                    on_initial=lambda r: console.print(f"indexed {r.notes_indexed} of {r.notes_total} notes "
+                                                       f"in {r.seconds:.2f} s; watching for changes"),
+                    on_batch=lambda b: (live.update(watch_status(b, str(vault), 0)),
+                                        [console.print(issue) for issue in b.issues]),
+                ))
+    except KeyboardInterrupt:
+        _stderr().print("stopped; the next start catches up with anything changed meanwhile")
+    except WikiragError as exc:
+        fail(str(exc))
+
+
+# --- cost-estimate -------------------------------------------------------------------------------
+
+
+@app.command("cost-estimate")
+def cost_estimate(
+    vault: VaultArg,
+    *,
+    config_file: ConfigOpt = None,
+    exclude: ExcludeOpt = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="Price with this model (default: the LLM configured, or gpt-4o-mini).")
+    ] = None,
+    price_in: Annotated[float | None, typer.Option("--price-in", help="USD per 1M input tokens.")] = None,
+    price_out: Annotated[float | None, typer.Option("--price-out", help="USD per 1M output tokens.")] = None,
+    route: RouteOpt = None,
+    top: Annotated[int, typer.Option("--top", help="How many of the most expensive notes to list.")] = 10,
+    as_json: JsonOpt = False,
+    as_csv: Annotated[bool, typer.Option("--csv", help="One row per note, for spreadsheets.")] = False,
+) -> None:
+    """Estimate what indexing would cost in LLM calls, tokens and money, before spending any.
+
+    Compares vanilla LightRAG (every note extracted), wikirag's routed plan, and links only.
+    Reads nothing but the vault: no store, no LLM, no network.
+
+    Example:
+
+        wikirag cost-estimate ~/Notes --model gpt-4o-mini
+        wikirag cost-estimate ~/Notes --csv > costs.csv
+    """
+    from wikirag.plan.cost import csv_rows, estimate_for_config
+
+    try:
+        config = _config(vault, config_file=config_file, exclude=exclude, route=route)
+        values = {k: v for k, v in {"model": model, "price_in": price_in, "price_out": price_out}.items() if v}
+        estimate = estimate_for_config(config, values)
+    except WikiragError as exc:
+        fail(str(exc))
+    if as_json:
+        typer.echo(json.dumps(asdict(estimate), ensure_ascii=False, indent=2))
+    elif as_csv:
+        import csv
+        import sys
+
+        header, rows = csv_rows(estimate)
+        writer = csv.writer(sys.stdout)
+        writer.writerow(header)
+        writer.writerows(rows)
+    else:
+        render_cost_estimate(estimate, Console(), top=top)
+
+
+# --- export and doctor ---------------------------------------------------------------------------
+
+
+@app.command()
+def export(
+    output: Annotated[Path, typer.Option("--output", "-o", help="File to write.", show_default=False)],
+    *,
+    fmt: Annotated[str, typer.Option("--format", help="graphml (Gephi, yEd) or json.")] = "graphml",
+    vault: Annotated[Path | None, typer.Option("--vault", help="Vault (default: found upwards).")] = None,
+    store: StoreOpt = None,
+) -> None:
+    """Write the indexed graph to a file.
+
+    Example:
+
+        wikirag export --vault ~/Notes --format graphml -o notes.graphml
+    """
+    try:
+        config = _config(vault or find_vault(Path.cwd()), store=store)
+        if fmt not in {"graphml", "json"}:
+            fail(f"--format {fmt!r}: use graphml or json")
+        graph = export_graph(config, output, fmt)
+    except WikiragError as exc:
+        fail(str(exc))
+    typer.echo(f"wrote {len(graph.nodes)} nodes and {len(graph.edges)} edges to {output}")
+
+
+@app.command()
+def doctor(
+    vault: VaultArg = Path("."),
+    *,
+    store: StoreOpt = None,
+    config_file: ConfigOpt = None,
+    llm: LLMOpt = None,
+    check_llm: Annotated[bool, typer.Option("--check-llm", help="Make one tiny LLM call.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check the setup end to end: vault, tokenizer files, embedding model, store, LLM.
+
+    Example:
+
+        wikirag doctor ~/Notes --check-llm
+    """
+    try:
+        config = _config(vault, store=store, config_file=config_file, llm=llm)
+        report = run_doctor(config, check_llm_call=check_llm)
+    except WikiragError as exc:
+        fail(str(exc))
+    if as_json:
+        typer.echo(json.dumps(asdict(report), ensure_ascii=False, indent=2))
+    else:
+        render_doctor(report, Console())
+    if not report.ok:
+        raise typer.Exit(1)
+

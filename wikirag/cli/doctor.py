@@ -1,0 +1,150 @@
+"""`wikirag doctor`: check the whole setup end to end and say what is missing in plain words.
+
+Each check returns data (name, status, detail); the CLI renders it. Nothing here prints, and no check
+shows a secret: the LLM check names the key variable it looked for, never its value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+from wikirag.index.ledger import Ledger
+from wikirag.lightrag.engine import embedding_spec
+from wikirag.settings import WikiragConfig, workspace_name
+from wikirag.storage.backends import StorageUnreachable, check_storage, ledger_store
+
+Status = Literal["ok", "warn", "fail", "skip"]
+
+
+@dataclass
+class Check:
+    name: str
+    status: Status
+    detail: str
+
+
+@dataclass
+class DoctorReport:
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(c.status != "fail" for c in self.checks)
+
+
+def _vault(config: WikiragConfig) -> Check:
+    from wikirag.vault.model import Vault
+
+    if not config.vault.is_dir():
+        return Check("vault", "fail", f"{config.vault}: no such folder")
+    started = time.perf_counter()
+    vault = Vault.load(config.vault, exclude=config.exclude)
+    seconds = time.perf_counter() - started
+    problems = len(vault.issues) + sum(1 for n in vault.notes.values() if n.frontmatter_error)
+    status: Status = "warn" if problems else "ok"
+    detail = f"{len(vault.notes)} notes, {len(vault.attachments)} attachments read in {seconds:.2f} s"
+    if problems:
+        detail += f"; {problems} files with problems (`wikirag stats` lists them)"
+    return Check("vault", status, detail)
+
+
+def _tokenizer(config: WikiragConfig) -> Check:
+    from wikirag.lightrag.tokens import _ENCODINGS, cache_path, seed_tiktoken_cache
+
+    try:
+        cache = seed_tiktoken_cache()
+        for name, (_, sha256) in _ENCODINGS.items():
+            data = cache_path(name, cache).read_bytes()
+            if hashlib.sha256(data).hexdigest() != sha256:
+                return Check("tokenizer", "fail", f"{name} in {cache} does not match tiktoken's pinned sha256")
+    except (OSError, RuntimeError) as exc:
+        return Check("tokenizer", "fail", f"tokenizer files unavailable: {exc}")
+    return Check("tokenizer", "ok", f"cl100k_base and o200k_base offline in {cache} (sha256 verified); "
+                                    f"chunking uses {config.index.encoding}")
+
+
+def _embedding(config: WikiragConfig) -> Check:
+    spec = embedding_spec(config)
+    if spec.provider != "local":
+        return Check("embedding", "skip", f"{spec.identity}: an API model, checked when used")
+    try:
+        from wikirag.lightrag.embeddings import shared_minilm
+
+        started = time.perf_counter()
+        vector = shared_minilm().embed(["wikirag doctor checks the embedding model."])
+        seconds = time.perf_counter() - started
+    except Exception as exc:  # a broken install shows up here, in words
+        return Check("embedding", "fail", f"the offline MiniLM model could not run: {exc}")
+    if vector.shape[1] != spec.dim:
+        return Check("embedding", "fail", f"MiniLM gives {vector.shape[1]} dimensions, config says {spec.dim}")
+    return Check("embedding", "ok", f"{spec.model} offline, {spec.dim} dims, first vector in {seconds:.2f} s")
+
+
+def _store(config: WikiragConfig) -> Check:
+    store = ledger_store(config.storage, config.workspace_dir, config.workspace)
+    try:
+        if not store.exists():
+            return Check("store", "warn", f"{store.location}: no index yet; run `wikirag index {config.vault}`")
+        ledger = Ledger.load(store)
+    except StorageUnreachable as exc:
+        return Check("store", "fail", str(exc))
+    except (ValueError, OSError) as exc:
+        return Check("store", "fail", f"{store.location}: unreadable ledger: {exc}")
+    recorded, current = ledger.meta.get("embedding"), embedding_spec(config).identity
+    if recorded and recorded != current:
+        return Check("store", "fail", f"built with {recorded} but configured for {current}; "
+                                      "`wikirag index --rebuild` re-embeds")
+    pending = sum(1 for e in ledger.notes.values() if e.status == "pending_extraction")
+    detail = f"{len(ledger.notes)} notes indexed in {store.location}"
+    if pending:
+        detail += f"; {pending} notes wait for LLM extraction"
+    if not ledger.pending.empty():
+        return Check("store", "warn", detail + "; an interrupted run left writes that the next index completes")
+    return Check("store", "ok", detail)
+
+
+def _llm(config: WikiragConfig, call: bool) -> Check:
+    if not config.llm.model:
+        return Check("llm", "skip", "no LLM configured: notes are indexed from their links; set WIKIRAG_LLM "
+                                    "(e.g. openai:gpt-4o-mini) for extraction and answers")
+    from wikirag.errors import ConfigError
+    from wikirag.llm.client import check_llm, describe_llm
+
+    try:
+        info = describe_llm(config.llm)
+    except ConfigError as exc:
+        return Check("llm", "fail", str(exc))
+    where = info.get("base_url_host") or "the provider's default endpoint"
+    key = info.get("key_env")
+    key_note = ""
+    if key:
+        key_note = f"; {key} is {'set' if info.get('key_set') else 'NOT set'}"
+    if not call:
+        return Check("llm", "ok", f"{config.llm.model} at {where}{key_note} (add --check-llm to make one call)")
+    result = check_llm(config.llm)
+    if not result.ok:
+        return Check("llm", "fail", f"{config.llm.model} at {where}: {result.error}{key_note}")
+    return Check("llm", "ok", f"{config.llm.model} answered in {result.latency_s:.2f} s{key_note}")
+
+
+def run_doctor(config: WikiragConfig, *, check_llm_call: bool = False) -> DoctorReport:
+    report = DoctorReport()
+    report.checks.append(_vault(config))
+    report.checks.append(_tokenizer(config))
+    report.checks.append(_embedding(config))
+    storage = [Check(name, status, detail) for name, status, detail in check_storage(config.storage)]
+    if config.storage.backend != "file" and config.workspace == workspace_name(config.vault):
+        # On a shared server every vault folder called "Notes" would land in one workspace.
+        storage.append(Check("workspace", "warn", f"{config.workspace!r} is the vault folder's name; on a shared "
+                                                  "server set `workspace` in wikirag.toml to a unique name"))
+    report.checks += storage
+    if all(c.status != "fail" for c in storage):
+        report.checks.append(_store(config))
+    report.checks.append(_llm(config, check_llm_call))
+    if os.environ.get("ENTITY_TYPES") is not None:
+        report.checks.append(Check("environment", "fail", "ENTITY_TYPES is set; LightRAG 1.5 refuses to start"))
+    return report

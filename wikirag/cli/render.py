@@ -1,0 +1,276 @@
+"""Rich renderings of wikirag's result dataclasses (only this module and cli.py know about the terminal)."""
+
+from __future__ import annotations
+
+from rich.console import Console, Group
+from rich.markdown import Markdown
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from wikirag.cli.doctor import DoctorReport
+from wikirag.index.run import IndexReport
+from wikirag.index.watch import BatchReport
+from wikirag.models import ReadIssue
+from wikirag.plan.cost import CostEstimate
+from wikirag.query.export import GraphStats
+from wikirag.query.retrieve import QueryResult
+from wikirag.vault.stats import VaultStats
+
+LIST_LIMIT = 10  # rows shown per list; --json has them all
+
+
+def issue_line(issue: ReadIssue) -> str:
+    """One line per problem, naming the file: `daily/x.md: 3 NUL bytes removed`."""
+    return f"{issue.path}: {issue.message}"
+
+
+def render_stats(stats: VaultStats, console: Console) -> None:
+    counts = Table.grid(padding=(0, 2))
+    counts.add_column(style="bold")
+    counts.add_column(justify="right")
+    rows = [
+        ("notes", stats.notes),
+        ("attachments", stats.attachments),
+        ("words", stats.words),
+        ("tags", stats.tags),
+        ("links", stats.links_total),
+        ("  resolved", stats.links_resolved),
+        ("    ambiguous (tie-broken)", stats.links_ambiguous),
+        ("    to the same note", stats.links_self),
+        ("    to attachments", stats.links_to_attachments),
+        ("  unresolved", stats.links_unresolved),
+        ("  embeds", stats.embeds),
+        ("  in frontmatter", stats.frontmatter_links),
+        ("  ignored in code/comments", stats.links_in_code_ignored),
+        ("notes with frontmatter", stats.notes_with_frontmatter),
+        ("frontmatter errors", stats.frontmatter_errors),
+        ("read issues", len(stats.read_issues)),
+    ]
+    for label, value in rows:
+        counts.add_row(label, f"{value:,}")
+
+    density = Table(box=None)
+    density.add_column("links")
+    density.add_column("notes", justify="right")
+    density.add_column("share", justify="right")
+    for bucket in stats.link_density:
+        density.add_row(bucket.label, f"{bucket.notes:,}", f"{bucket.share:.0%}")
+
+    parts: list = [counts, "", Text("Resolved links per note", style="bold"), density]
+    if stats.top_hubs:
+        hubs = Table(box=None)
+        hubs.add_column("note")
+        hubs.add_column("backlinks", justify="right")
+        for hub in stats.top_hubs:
+            hubs.add_row(hub.path, str(hub.backlinks))
+        parts += ["", Text("Top hubs (by backlinks)", style="bold"), hubs]
+    parts += _listing("Orphans (no links in or out)", stats.orphans)
+    parts += _listing("Duplicate names", [", ".join(group) for group in stats.duplicate_names])
+    parts += _listing("Frontmatter problems", [f"{p.path}: {p.error}" for p in stats.frontmatter_problems])
+    console.print(Panel(Group(*parts), title=f"[bold]{stats.vault}[/bold]", expand=False))
+
+
+def _listing(title: str, items: list[str]) -> list:
+    if not items:
+        return []
+    table = Table(box=None, show_header=False)
+    table.add_column(overflow="fold")
+    for item in items[:LIST_LIMIT]:
+        table.add_row(item)
+    if len(items) > LIST_LIMIT:
+        table.add_row(f"… and {len(items) - LIST_LIMIT:,} more (see --json)")
+    return ["", Text(f"{title}: {len(items):,}", style="bold"), table]
+
+
+# --- index ---------------------------------------------------------------------------------------
+
+
+def render_index_report(report: IndexReport, console: Console) -> None:
+    table = Table(box=None, show_header=False, padding=(0, 2))
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    rows = [
+        ("notes in vault", report.notes_total),
+        ("  new", report.notes_new),
+        ("  changed (text or link targets)", report.notes_changed),
+        ("  unchanged", report.notes_unchanged),
+        ("  deleted", report.notes_deleted),
+        ("  skipped (wikirag: skip / --route)", report.notes_skipped),
+        ("  failed to read", report.notes_failed),
+        ("indexed this run", report.notes_indexed),
+        ("  injected from links", report.notes_injected),
+        ("  LLM-extracted", report.notes_extracted),
+        ("pending LLM extraction", report.notes_pending_extraction),
+        *([("  left by --budget", report.notes_over_budget),
+           ("estimated spend (list price)", f"${report.estimated_usd:,.4f} of ${report.budget_usd:,.2f}")]
+          if report.budget_usd is not None else []),
+        ("entities", report.entities),
+        ("relations", report.relations),
+        ("chunks", report.chunks),
+        ("embeddings computed", report.embedding_texts),
+        ("LLM calls", report.llm_calls),
+        ("LLM input / output tokens", f"{report.llm_input_tokens:,} / {report.llm_output_tokens:,}"),
+        ("seconds", f"{report.seconds:.2f}"),
+    ]
+    for label, value in rows:
+        table.add_row(label, f"{value:,}" if isinstance(value, int) else value)
+    title = "dry run: nothing written" if report.dry_run else f"indexed into {report.store}"
+    parts: list = [table]
+    if report.recovered_pending:
+        parts += ["", Text("Completed the writes of an interrupted earlier run.", style="yellow")]
+    parts += _listing("Problems", report.issues)
+    parts += _listing("LLM names merged into known entities", report.entity_merges)
+    parts += _listing("LLM entities dropped (not in the text)", report.entities_dropped)
+    if report.notes_pending_extraction and not report.dry_run:
+        parts += ["", Text(f"{report.notes_pending_extraction} notes are indexed from their links and wait "
+                           "for LLM extraction: set WIKIRAG_LLM and run `wikirag index` again "
+                           "(`wikirag cost-estimate` shows the bill first).", style="dim")]
+    console.print(Panel(Group(*parts), title=f"[bold]{report.vault}[/bold] — {title}", expand=False))
+
+
+# --- query ---------------------------------------------------------------------------------------
+
+
+def render_query_result(result: QueryResult, console: Console, *, answer_streamed: bool = False) -> None:
+    if result.answer is not None and not answer_streamed:
+        console.print(Markdown(result.answer))
+    elif result.answer is None:
+        console.print(Text(f"No answer generated: {result.no_answer_reason}.", style="yellow"))
+        console.print(Text(f"keywords — high level: {', '.join(result.keywords['high_level'])}; "
+                           f"low level: {', '.join(result.keywords['low_level'])}", style="dim"))
+        _render_context(result, console)
+    if result.sources:
+        sources = Table(title="Sources", box=None, title_justify="left", title_style="bold")
+        sources.add_column("note")
+        sources.add_column("title")
+        sources.add_column("open in Obsidian", overflow="fold")
+        for source in result.sources:
+            sources.add_row(source.path, source.title, source.obsidian_uri)
+        console.print(sources)
+    if result.answer is not None and (result.entities or result.relations):
+        names = ", ".join(e["entity_name"] for e in result.entities[:LIST_LIMIT])
+        console.print(Text(f"carried by entities: {names}", style="dim"))
+
+
+def _render_context(result: QueryResult, console: Console) -> None:
+    if result.entities:
+        entities = Table(title="Entities", box=None, title_justify="left", title_style="bold")
+        entities.add_column("#", justify="right")
+        entities.add_column("entity")
+        entities.add_column("type")
+        entities.add_column("description", overflow="fold", max_width=70)
+        for rank, entity in enumerate(result.entities[:LIST_LIMIT], start=1):
+            entities.add_row(str(rank), entity["entity_name"], str(entity.get("entity_type", "")),
+                             _first_line(entity.get("description", "")))
+        console.print(entities)
+    if result.relations:
+        relations = Table(title="Relations", box=None, title_justify="left", title_style="bold")
+        relations.add_column("#", justify="right")
+        relations.add_column("between")
+        relations.add_column("description", overflow="fold", max_width=70)
+        for rank, rel in enumerate(result.relations[:LIST_LIMIT], start=1):
+            relations.add_row(str(rank), f"{rel['src_id']} — {rel['tgt_id']}", _first_line(rel.get("description", "")))
+        console.print(relations)
+    for rank, chunk in enumerate(result.chunks[:5], start=1):
+        text = chunk.get("content", "")
+        if len(text) > 600:
+            text = text[:600].rsplit(" ", 1)[0] + " …"
+        console.print(Panel(text, title=f"{rank}. {chunk.get('file_path', '')}", title_align="left", expand=False))
+    if len(result.chunks) > 5:
+        console.print(Text(f"… and {len(result.chunks) - 5} more chunks (see --json)", style="dim"))
+
+
+def _first_line(text: str, limit: int = 160) -> str:
+    line = str(text).strip().split("\n", 1)[0]
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+# --- graph, doctor, watch ------------------------------------------------------------------------
+
+
+def render_graph_stats(graph: GraphStats, console: Console) -> None:
+    table = Table(box=None, show_header=False, padding=(0, 2))
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    table.add_row("nodes", f"{graph.nodes:,}")
+    table.add_row("edges", f"{graph.edges:,}")
+    for kind, count in list(graph.nodes_by_type.items())[:LIST_LIMIT]:
+        table.add_row(f"  {kind}", f"{count:,}")
+    top = Table(box=None)
+    top.add_column("entity")
+    top.add_column("degree", justify="right")
+    for name, degree in graph.top_degree:
+        top.add_row(name, str(degree))
+    console.print(Panel(Group(table, "", Text("Top entities by degree", style="bold"), top),
+                        title="[bold]index graph[/bold]", expand=False))
+
+
+_MARKS = {"ok": "[green]ok[/green]", "warn": "[yellow]warn[/yellow]", "fail": "[red]FAIL[/red]", "skip": "[dim]–[/dim]"}
+
+
+def render_doctor(report: DoctorReport, console: Console) -> None:
+    table = Table(box=None)
+    table.add_column("check")
+    table.add_column("")
+    table.add_column("detail", overflow="fold")
+    for check in report.checks:
+        table.add_row(check.name, _MARKS[check.status], check.detail)
+    console.print(table)
+
+
+def watch_status(batch: BatchReport | None, vault: str, pending: int) -> Text:
+    if batch is None:
+        return Text(f"watching {vault} — waiting for changes", style="dim")
+    return Text(
+        f"watching {vault} — batch {batch.batch}: {batch.paths_touched} paths, "
+        f"+{batch.notes_new} new ~{batch.notes_changed} changed -{batch.notes_deleted} deleted; "
+        f"entities +{batch.entities_written}/-{batch.entities_deleted}, relations "
+        f"+{batch.relations_written}/-{batch.relations_deleted} in {batch.seconds:.2f} s"
+        + (f"; {pending} pending events" if pending else "")
+    )
+
+
+# --- cost-estimate -------------------------------------------------------------------------------
+
+
+def _usd(value: float) -> str:
+    return f"${value:,.2f}" if value >= 0.01 or value == 0 else f"${value:,.4f}"
+
+
+def render_cost_estimate(estimate: CostEstimate, console: Console, top: int = 10) -> None:
+    price = estimate.price
+    scenarios = Table(title=f"{estimate.note_count:,} notes · {estimate.model} "
+                            f"(${price.input}/M in, ${price.output}/M out; {estimate.prices_as_of})",
+                      title_justify="left", box=None)
+    for column in ("scenario", "LLM calls", "input tokens", "output tokens", "USD", "USD, prompt cached"):
+        scenarios.add_column(column, justify="left" if column == "scenario" else "right")
+    labels = {"vanilla": "vanilla LightRAG (every note)", "wikirag": "wikirag (routed plan)",
+              "structure_only": "structure only (links)"}
+    for key, label in labels.items():
+        s = estimate.scenarios[key]
+        scenarios.add_row(label, f"{s.llm_calls:,}", f"{s.input_tokens:,}", f"{s.output_tokens:,}", _usd(s.usd),
+                          _usd(s.usd_cached))
+    console.print(scenarios)
+    vanilla, routed = estimate.scenarios["vanilla"], estimate.scenarios["wikirag"]
+    if vanilla.usd > 0:
+        console.print(Text(f"wikirag saves {1 - routed.usd / vanilla.usd:.0%} of vanilla's cost "
+                           f"({1 - routed.input_tokens / max(vanilla.input_tokens, 1):.0%} of its input tokens); "
+                           f"embedding: {routed.embedding_tokens:,} tokens", style="bold"))
+    routes = estimate.routes
+    console.print(f"routes: inject {routes.get('inject', 0):,} · extract {routes.get('extract', 0):,} · "
+                  f"skip {routes.get('skip', 0):,}")
+    folders = Table(title="By folder", title_justify="left", box=None)
+    for column in ("folder", "notes", "inject", "extract", "skip", "wikirag USD", "vanilla USD"):
+        folders.add_column(column, justify="left" if column == "folder" else "right")
+    for f in sorted(estimate.folders, key=lambda f: -f.vanilla_usd)[:LIST_LIMIT * 2]:
+        folders.add_row(f.folder or "/", f"{f.notes:,}", f"{f.inject:,}", f"{f.extract:,}", f"{f.skip:,}",
+                        _usd(f.wikirag_usd), _usd(f.vanilla_usd))
+    console.print(folders)
+    notes = Table(title=f"Most expensive notes (wikirag plan, top {top})", title_justify="left", box=None)
+    for column in ("note", "route", "chunks", "input tokens", "USD", "reason"):
+        notes.add_column(column, justify="right" if column in {"chunks", "input tokens", "USD"} else "left",
+                         overflow="fold")
+    for c in estimate.top_notes(top):
+        notes.add_row(c.path, c.route, str(c.chunks), f"{c.input_tokens:,}", _usd(c.usd), c.reason)
+    console.print(notes)

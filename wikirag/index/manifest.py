@@ -1,0 +1,59 @@
+"""The "nothing changed" shortcut: file sizes and modification times as of the last completed run.
+
+Finding changes normally means reading and hashing every note. When every note and attachment still has
+the size and nanosecond mtime recorded after the last completed run, the configuration is the same and
+the store has no unfinished writes, nothing can have changed, and `wikirag index` answers from the
+manifest without reading a note (the way git trusts its index's stat data). Files modified within two
+seconds before the manifest was written are "racy" (a later edit in the same clock tick would keep the
+mtime) and never trusted. Any writing run deletes the manifest before its first write, so a crash
+leaves none behind.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from wikirag.storage.backends import atomic_write_text
+from wikirag.vault.model import ScanResult
+
+MANIFEST_FILENAME = "wikirag_manifest.json"
+MANIFEST_VERSION = 1
+RACY_NS = 2_000_000_000
+
+
+def stat_signature(scan: ScanResult) -> dict[str, Any]:
+    return {
+        "notes": {n.path: [n.size, n.mtime_ns] for n in scan.notes},
+        "attachments": sorted(scan.attachments),
+        "issues": sorted(f"{i.path}: {i.message}" for i in scan.issues),
+    }
+
+
+def load_unchanged(workspace_dir: Path, key: str, scan: ScanResult) -> dict[str, Any] | None:
+    """The recorded report figures when nothing changed since the last completed run, else None."""
+    try:
+        data = json.loads((workspace_dir / MANIFEST_FILENAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if data.get("version") != MANIFEST_VERSION or data.get("key") != key:
+        return None
+    current = stat_signature(scan)
+    if current != data.get("files"):
+        return None
+    newest = max((mtime for _, mtime in current["notes"].values()), default=0)
+    if newest >= data.get("written_ns", 0) - RACY_NS:
+        return None
+    return data.get("report")
+
+
+def save_manifest(workspace_dir: Path, key: str, scan: ScanResult, report: dict[str, Any]) -> None:
+    data = {"version": MANIFEST_VERSION, "key": key, "written_ns": time.time_ns(),
+            "files": stat_signature(scan), "report": report}
+    atomic_write_text(workspace_dir / MANIFEST_FILENAME, json.dumps(data, ensure_ascii=False))
+
+
+def drop_manifest(workspace_dir: Path) -> None:
+    (workspace_dir / MANIFEST_FILENAME).unlink(missing_ok=True)

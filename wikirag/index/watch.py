@@ -1,0 +1,229 @@
+"""`wikirag watch`: follow the vault's file events and keep the index exactly in step.
+
+One code path: every batch goes through `pipeline.index_vault`, the same incremental run as
+`wikirag index`, with the watcher's in-memory Vault updated file by file (so a save does not rescan
+10,000 notes) and one LightRAG instance kept open between batches.
+
+Events are only hints: a batch re-reads every touched path from disk (a moved folder, an editor's
+write-temp-then-rename, a file deleted and recreated), so the order and kind of events cannot make the
+index drift. Events are coalesced until the vault has been quiet for `quiet_seconds`: a `git checkout`
+touching 500 notes becomes one batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from watchdog.events import FileSystemEventHandler
+from watchdog.observers import Observer
+
+from wikirag.index.run import IndexReport, StoreLock, hinting_llm, index_vault
+from wikirag.lightrag.embeddings import EmbeddingCounter
+from wikirag.lightrag.engine import open_engine
+from wikirag.settings import WikiragConfig
+from wikirag.vault.model import Vault
+
+# Editor and OS droppings that are never notes: swap, backup, temp and lock files.
+_IGNORED_SUFFIXES = (".swp", ".swo", ".swx", ".tmp", ".temp", ".crdownload", ".part", "~", ".bak")
+_IGNORED_NAMES = {".DS_Store", "Thumbs.db", "4913"}  # 4913: vim's write-permission probe file
+FULL_RESCAN_ABOVE = 2000  # a batch touching more paths than this re-reads the whole vault instead
+
+
+def ignored_path(rel: str) -> bool:
+    """True for paths the watcher never looks at (dot-folders like .obsidian and the store, temp files)."""
+    parts = rel.replace(os.sep, "/").split("/")
+    if any(p.startswith(".") for p in parts if p):
+        return True
+    name = parts[-1]
+    return (name in _IGNORED_NAMES or name.endswith(_IGNORED_SUFFIXES)
+            or (name.startswith("#") and name.endswith("#")) or name.startswith(".~lock."))
+
+
+@dataclass
+class BatchReport:
+    """What one watch batch did; printed as one JSON line under `--json`."""
+
+    batch: int
+    paths_touched: int
+    notes_changed: int
+    notes_deleted: int
+    notes_new: int
+    entities_written: int
+    entities_deleted: int
+    relations_written: int
+    relations_deleted: int
+    chunks_written: int
+    chunks_deleted: int
+    entities: int
+    relations: int
+    seconds: float
+    issues: list[str] = field(default_factory=list)
+
+
+class _EventCollector(FileSystemEventHandler):
+    """Receives watchdog events on its thread; the watch loop drains them on its own."""
+
+    def __init__(self, root: Path, store: Path) -> None:
+        super().__init__()
+        self.root = root.resolve()
+        self.store = store.resolve()
+        self._lock = threading.Lock()
+        self._paths: set[str] = set()
+        self.last_event = 0.0
+
+    def _relative(self, raw: str | bytes) -> str | None:
+        path = Path(os.fsdecode(raw)).resolve() if raw else None
+        if path is None:
+            return None
+        if path == self.store or self.store in path.parents:
+            return None
+        try:
+            rel = path.relative_to(self.root).as_posix()
+        except ValueError:
+            return None
+        return None if not rel or rel == "." or ignored_path(rel) else rel
+
+    def dispatch(self, event: Any) -> None:
+        kind = getattr(event, "event_type", "")
+        # A folder's "modified" only says its listing changed; the children's own events follow.
+        if kind in {"opened", "closed_no_write"} or (kind == "modified" and event.is_directory):
+            return
+        touched = [self._relative(event.src_path), self._relative(getattr(event, "dest_path", "") or "")]
+        touched = [t for t in touched if t]
+        if touched:
+            with self._lock:
+                self._paths.update(touched)
+                self.last_event = time.monotonic()
+
+    def drain_if_quiet(self, quiet_seconds: float) -> set[str] | None:
+        with self._lock:
+            if not self._paths or time.monotonic() - self.last_event < quiet_seconds:
+                return None
+            paths, self._paths = self._paths, set()
+            return paths
+
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._paths)
+
+
+def apply_paths(vault: Vault, paths: set[str]) -> None:
+    """Bring the in-memory vault up to date for the touched paths, reading the disk as it is now."""
+    for rel in sorted(paths):
+        abs_path = vault.root / rel
+        if abs_path.is_dir():
+            for dirpath, dirnames, filenames in os.walk(abs_path):
+                dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+                for name in filenames:
+                    child = (Path(dirpath) / name).relative_to(vault.root).as_posix()
+                    if not ignored_path(child):
+                        vault.update_file(child)
+        elif abs_path.exists():
+            vault.update_file(rel)
+        else:
+            vault.remove_file(rel)  # a file, or every file under a removed/moved-away folder
+
+
+async def watch_vault(
+    config: WikiragConfig,
+    *,
+    quiet_seconds: float = 1.0,
+    on_batch: Callable[[BatchReport], None] | None = None,
+    on_initial: Callable[[IndexReport], None] | None = None,
+    stop: threading.Event | None = None,
+    poll_seconds: float = 0.1,
+    retry_seconds: float = 30.0,
+    **engine_kwargs: Any,
+) -> None:
+    """Index once, then follow the vault until `stop` is set (or Ctrl-C)."""
+    stop = stop or threading.Event()
+    with StoreLock(config):
+        # The observer starts before the vault is read, so nothing saved during the initial index is
+        # missed: those events simply make the first batch re-read the files.
+        collector = _EventCollector(config.vault, config.store)
+        observer = Observer()
+        observer.schedule(collector, str(config.vault), recursive=True)
+        observer.start()
+        try:
+            vault = Vault.load(config.vault, exclude=config.exclude)
+            counter = engine_kwargs.pop("embedding_counter", None) or EmbeddingCounter()
+            hinting = hinting_llm(config, engine_kwargs.pop("llm_func", None))
+            run = {"rag": None, "hinting": hinting, "locked": True, "embedding_counter": counter}
+            async with open_engine(config, embedding_counter=counter, llm_func=hinting, **engine_kwargs) as rag:
+                run["rag"] = rag
+                initial = await index_vault(config, vault=vault, **run)
+                if on_initial:
+                    on_initial(initial)
+                retry = _Retry(retry_seconds)
+                retry.after(initial, hinting is not None)
+                batch = 0
+                while not stop.is_set():
+                    await asyncio.sleep(poll_seconds)
+                    paths = collector.drain_if_quiet(quiet_seconds)
+                    if not paths and not retry.due():
+                        continue
+                    paths = paths or set()  # a retry of notes whose extraction failed
+                    batch += 1
+                    started = time.perf_counter()
+                    if len(paths) > FULL_RESCAN_ABOVE:
+                        vault = Vault.load(config.vault, exclude=config.exclude)
+                    else:
+                        apply_paths(vault, paths)
+                    report = await index_vault(config, vault=vault, **run)
+                    retry.after(report, hinting is not None)
+                    if on_batch:
+                        on_batch(_batch_report(batch, paths, report, time.perf_counter() - started))
+        finally:
+            observer.stop()
+            observer.join(timeout=5)
+
+
+class _Retry:
+    """Backoff for notes whose LLM extraction failed (rate limit, outage): they stay indexed from their
+    links and are retried after `first` seconds, doubling up to ten minutes, until they succeed."""
+
+    MAX_SECONDS = 600.0
+
+    def __init__(self, first: float) -> None:
+        self.first = first
+        self.delay = first
+        self.at: float | None = None
+
+    def after(self, report: IndexReport, has_llm: bool) -> None:
+        if has_llm and report.notes_pending_extraction:
+            self.at = time.monotonic() + self.delay
+            self.delay = min(self.delay * 2, self.MAX_SECONDS)
+        else:
+            self.at, self.delay = None, self.first
+
+    def due(self) -> bool:
+        return self.at is not None and time.monotonic() >= self.at
+
+
+def _batch_report(batch: int, paths: set[str], report: IndexReport, seconds: float) -> BatchReport:
+    return BatchReport(
+        batch=batch,
+        paths_touched=len(paths),
+        notes_changed=report.notes_changed,
+        notes_deleted=report.notes_deleted,
+        notes_new=report.notes_new,
+        entities_written=report.entities_written,
+        entities_deleted=report.entities_deleted,
+        relations_written=report.relations_written,
+        relations_deleted=report.relations_deleted,
+        chunks_written=report.chunks_written,
+        chunks_deleted=report.chunks_deleted,
+        entities=report.entities,
+        relations=report.relations,
+        seconds=round(seconds, 3),
+        # Only the touched files' problems: a broken note is reported when it changes, not every batch.
+        issues=[i for i in report.issues if i.split(": ", 1)[0] in paths
+                or any(i.startswith(p + "/") for p in paths)],
+    )

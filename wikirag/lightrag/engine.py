@@ -1,0 +1,169 @@
+"""LightRAG construction and teardown: the one place that builds a `LightRAG` instance.
+
+Traps handled here (checked against lightrag-hku 1.5.7):
+- LightRAG's modules call `load_dotenv(".env")` at import: we import them from a neutral folder so a
+  `.env` lying in the user's current folder is not silently read into our process.
+- An `ENTITY_TYPES` env var makes the constructor refuse to start: we say so in one line.
+- The default tokenizer downloads o200k_base: we pass an offline one (tokens.py).
+- The SDK ignores `LIGHTRAG_*_STORAGE` env vars: storages are passed explicitly.
+- An `llm_model_func` is mandatory even when no LLM will be called: without a configured LLM we pass a
+  function that refuses, so an unexpected LLM call fails loudly instead of hanging on a network call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import tempfile
+import threading
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from wikirag.errors import ConfigError, LLMNotConfigured, StoreLocked
+from wikirag.lightrag.embeddings import EMBEDDING_PROVIDERS, EmbeddingCounter, EmbeddingSpec, make_embedding_func
+from wikirag.lightrag.tokens import lightrag_tokenizer
+from wikirag.markdown.chunking import lightrag_chunking_func
+from wikirag.settings import WikiragConfig
+from wikirag.storage.backends import StorageSettings, lightrag_environment, lightrag_storage_kwargs, storage_unreachable
+
+FILE_STORAGES = lightrag_storage_kwargs(StorageSettings())
+
+
+def import_lightrag():
+    """Import LightRAG without letting it read a stray `.env` from the current folder."""
+    import sys
+
+    if "lightrag" not in sys.modules:
+        here = os.getcwd()
+        with tempfile.TemporaryDirectory() as neutral:
+            os.chdir(neutral)
+            try:
+                import lightrag  # noqa: F401
+                import lightrag.base  # noqa: F401  (the module that loads .env)
+            finally:
+                os.chdir(here)
+    # LightRAG and its vector DB log every storage step at INFO; wikirag reports its own summary.
+    for name in ("lightrag", "nano-vectordb"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    import lightrag
+
+    return lightrag
+
+
+def embedding_spec(config: WikiragConfig) -> EmbeddingSpec:
+    provider, _, model = config.embedding.model.partition(":")
+    if not model:
+        raise ConfigError(f"embedding model {config.embedding.model!r}: write it as provider:model")
+    if provider not in EMBEDDING_PROVIDERS:
+        raise ConfigError(f"embedding model {config.embedding.model!r}: unknown provider {provider!r} "
+                          f"(use one of {', '.join(EMBEDDING_PROVIDERS)})")
+    return EmbeddingSpec(provider=provider, model=model, dim=config.embedding.dim)
+
+
+def _llm_kwargs(config: WikiragConfig) -> dict[str, Any]:
+    """LightRAG's queue width and call timeout that fit wikirag's own concurrency cap and retries."""
+    if not config.llm.model:
+        return {}
+    from wikirag.llm.client import lightrag_llm_kwargs
+
+    try:
+        kwargs = lightrag_llm_kwargs(config.llm)
+    except ConfigError:  # a spec no provider serves: only a caller-supplied function can answer it
+        return {}
+    kwargs.pop("llm_model_name", None)  # the cache identity stays the configured spec, as written
+    return kwargs
+
+
+async def _no_llm(prompt: str, *args: Any, **kwargs: Any) -> str:
+    raise LLMNotConfigured("this step needs an LLM and none is configured (set WIKIRAG_LLM)")
+
+
+# LightRAG keeps each workspace's storage data in process-wide shared dicts keyed by the workspace name
+# alone, not by folder: two stores holding a workspace of the same name would read each other's data
+# inside one process. We track which store each open workspace belongs to, refuse a clash, and reset
+# the shared data when the process's last engine closes.
+_open_workspaces: dict[str, tuple[str, int]] = {}  # workspace -> (store path, engines open)
+_open_lock = threading.Lock()
+
+
+def _store_identity(config: WikiragConfig) -> str:
+    """Where a workspace's data lives: the store folder, or the database for PostgreSQL storages."""
+    return f"postgresql://{config.storage.target}" if config.storage.uses_postgres else str(config.store.resolve())
+
+
+def _claim_workspace(config: WikiragConfig) -> None:
+    store = _store_identity(config)
+    with _open_lock:
+        owner, count = _open_workspaces.get(config.workspace, (store, 0))
+        if owner != store:
+            raise StoreLocked(
+                f"this process already has workspace {config.workspace!r} open from {owner}; "
+                "close it before opening the same workspace name from another store"
+            )
+        _open_workspaces[config.workspace] = (store, count + 1)
+
+
+def _release_workspace(config: WikiragConfig) -> None:
+    with _open_lock:
+        owner, count = _open_workspaces.pop(config.workspace)
+        if count > 1:
+            _open_workspaces[config.workspace] = (owner, count - 1)
+        elif not _open_workspaces:
+            from lightrag.kg.shared_storage import finalize_share_data
+
+            finalize_share_data()
+
+
+@contextlib.asynccontextmanager
+async def open_engine(
+    config: WikiragConfig,
+    *,
+    llm_func: Callable[..., Any] | None = None,
+    embedding_counter: EmbeddingCounter | None = None,
+    embedding_func: Any = None,
+    storages: dict[str, str] | None = None,
+) -> AsyncIterator[Any]:
+    """An initialised LightRAG for the config's store and workspace; storages finalised on exit."""
+    if os.environ.get("ENTITY_TYPES") is not None:
+        raise ConfigError("the ENTITY_TYPES environment variable is set; LightRAG 1.5 refuses to start with it")
+    import_lightrag()
+    from lightrag import LightRAG
+
+    counter = embedding_counter or EmbeddingCounter()
+    config.workspace_dir.mkdir(parents=True, exist_ok=True)
+    _claim_workspace(config)
+    env = contextlib.ExitStack()
+    try:
+        env.enter_context(lightrag_environment(config.storage))  # server storages read env vars
+        rag = LightRAG(
+            working_dir=str(config.store),
+            workspace=config.workspace,
+            embedding_func=embedding_func or make_embedding_func(embedding_spec(config), counter,
+                                                                config.embedding.base_url),
+            llm_model_func=llm_func or _no_llm,
+            # Part of LightRAG's LLM cache key: switching models never reuses another model's answers.
+            llm_model_name=config.llm.model or "none",
+            **_llm_kwargs(config),
+            tokenizer=lightrag_tokenizer(config.index.encoding),
+            chunk_token_size=config.index.chunk_token_size,
+            chunk_overlap_token_size=config.index.chunk_overlap_token_size,
+            chunking_func=lightrag_chunking_func(),
+            entity_extract_max_gleaning=config.index.gleaning,
+            enable_content_headings=True,
+            **(storages or lightrag_storage_kwargs(config.storage)),
+        )
+        try:
+            await rag.initialize_storages()
+        except Exception as exc:
+            problem = storage_unreachable(config.storage, exc)
+            if problem is None:
+                raise
+            raise problem from None
+        try:
+            yield rag
+        finally:
+            await rag.finalize_storages()
+    finally:
+        env.close()
+        _release_workspace(config)

@@ -1,0 +1,261 @@
+"""Which notes need an LLM: the per-note routing policy.
+
+Every note goes one of three ways:
+
+- **inject**: its graph comes straight from its [[links]] and frontmatter (no LLM). Chosen for notes whose
+  links already say what the note says, and for empty or near-empty notes (nothing for an LLM to read).
+- **extract**: LightRAG's LLM extraction runs on the note, with a hint header naming the note and its
+  link targets. Chosen when the note has few links or much prose that no link sentence covers.
+- **skip**: left out of the graph. Only by override (frontmatter `wikirag: skip` or `--route`).
+
+The default policy, its thresholds (`[route]` in `wikirag.toml`) and the feature definitions are written
+down in docs/cost-model.md. Every decision carries a one-line reason naming the numbers that decided it.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal
+
+from wikirag.errors import ConfigError
+from wikirag.lightrag.tokens import DEFAULT_ENCODING, get_encoding
+from wikirag.models import ParsedNote, Resolution, WikiLink
+
+Route = Literal["inject", "extract", "skip"]
+ROUTES: tuple[str, ...] = ("inject", "extract", "skip")
+Outgoing = list[tuple[WikiLink, Resolution]]
+
+_FENCED = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^ {0,3}\1[`~]*[ \t]*$|\Z)", re.M | re.S)
+_HEADING_LINE = re.compile(r"^ {0,3}#{1,6}[ \t][^\n]*$", re.M)
+_LINE_MARKER = re.compile(r"^[ \t]*(?:>[ \t]*)*(?:[-*+]|\d{1,9}[.)])(?=[ \t])", re.M)
+_FRONTMATTER_FIELDS = ("type", "description", "tags", "aliases")  # what makes a note self-describing
+
+
+@dataclass
+class RouteSettings:
+    # A note is injected when it has at least this many resolved links ...
+    min_resolved_links: int = 5
+    # ... and at most this many prose tokens outside the sentences that hold its links.
+    max_uncovered_tokens: int = 150
+    # A note with fewer prose tokens than this is injected whatever its links (nothing to extract).
+    min_prose_tokens: int = 20
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any] | None) -> RouteSettings:
+        """Settings from the `[route]` table of wikirag.toml; unknown keys are a ConfigError."""
+        return _from_mapping(cls, values or {}, "route")
+
+
+@dataclass
+class NoteFeatures:
+    links: int = 0  # body and frontmatter links, embeds included
+    resolved_links: int = 0  # links that land on another note or attachment
+    distinct_targets: int = 0  # distinct files those links land on
+    unresolved_links: int = 0
+    words: int = 0
+    link_density: float = 0.0  # links per 100 words
+    body_tokens: int = 0  # the note body (frontmatter excluded, stripped as LightRAG strips it), tiktoken
+    prose_tokens: int = 0  # body tokens outside fenced code and heading lines
+    covered_tokens: int = 0  # prose tokens inside sentences (or list lines) that hold a link
+    uncovered_prose_tokens: int = 0  # prose tokens that no link sentence covers
+    frontmatter_completeness: float = 0.0  # share of type, description, tags, aliases present
+
+
+@dataclass
+class RouteDecision:
+    route: Route
+    reason: str  # one line, naming the numbers that decided it
+    features: NoteFeatures = field(default_factory=NoteFeatures)
+    source: Literal["policy", "frontmatter", "command line"] = "policy"
+
+
+def _from_mapping(cls: Any, values: Mapping[str, Any], section: str) -> Any:
+    known = {f.name: f for f in fields(cls)}
+    out = {}
+    for key, value in values.items():
+        if key not in known:
+            raise ConfigError(f"[{section}] {key}: unknown key (known: {', '.join(sorted(known))})")
+        default = known[key].default
+        if isinstance(default, bool) or not isinstance(default, (int, float)) or isinstance(value, bool):
+            out[key] = value
+            continue
+        try:
+            out[key] = type(default)(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"[{section}] {key}: expected a number, got {value!r}") from None
+    return cls(**out)
+
+
+def _prose_chars(body: str) -> int:
+    """Characters of the body that are prose: fenced code, heading lines, link brackets and list or quote
+    markers taken out, whitespace ignored (link contexts are measured the same way)."""
+    text = body
+    if "```" in text or "~~~" in text:
+        text = _FENCED.sub("", text)
+    if "#" in text:
+        text = _HEADING_LINE.sub("", text)
+    markup = 2 * (text.count("[[") + text.count("]]"))
+    markup += sum(len(m) - m.count(" ") - m.count("\t") for m in _LINE_MARKER.findall(text))
+    return len(text) - sum(text.count(c) for c in " \n\t") - markup
+
+
+def _nonspace(text: str) -> int:
+    return len(text) - text.count(" ")
+
+
+def note_features(
+    note: ParsedNote,
+    outgoing: Outgoing,
+    body_tokens: int | None = None,
+    count_tokens: Callable[[str], int] | None = None,
+) -> NoteFeatures:
+    """The routing features of one note. Give `body_tokens` when already counted (the cost model does);
+    otherwise `count_tokens` (default: o200k_base) counts the body.
+
+    Token figures below the body level are shares of `body_tokens` by characters: counting each link
+    sentence separately would triple the tokenizer's work for a figure that only feeds a threshold.
+    """
+    if body_tokens is None:
+        counter = count_tokens or _default_counter()
+        body_tokens = counter(note.body.strip())
+    return _with_tokens(_char_features(note, outgoing), body_tokens)
+
+
+@dataclass
+class _Chars:
+    features: NoteFeatures  # everything but the token figures
+    body_chars: int
+    prose_chars: int
+    covered_chars: int
+
+
+def _char_features(note: ParsedNote, outgoing: Outgoing) -> _Chars:
+    resolved = [r for _, r in outgoing if r.path is not None and r.status in ("resolved", "ambiguous")]
+    body_chars = _nonspace(note.body) - note.body.count("\n") - note.body.count("\t")
+    prose_chars = _prose_chars(note.body) if note.body else 0
+    contexts = {link.context for link, _ in outgoing if link.frontmatter_key is None and link.context}
+    present = sum(1 for key in _FRONTMATTER_FIELDS if _has(note, key))
+    features = NoteFeatures(
+        links=len(outgoing),
+        resolved_links=len(resolved),
+        distinct_targets=len({r.path for r in resolved if r.path != note.path}),
+        unresolved_links=sum(1 for _, r in outgoing if r.status == "unresolved"),
+        words=note.words,
+        link_density=round(100 * len(outgoing) / note.words, 2) if note.words else 0.0,
+        frontmatter_completeness=round(present / len(_FRONTMATTER_FIELDS), 2),
+    )
+    return _Chars(features, body_chars, prose_chars, min(prose_chars, sum(_nonspace(c) for c in contexts)))
+
+
+def _with_tokens(chars: _Chars, body_tokens: int) -> NoteFeatures:
+    f = chars.features
+    f.body_tokens = body_tokens
+    f.prose_tokens = round(body_tokens * chars.prose_chars / chars.body_chars) if chars.body_chars > 0 else 0
+    f.covered_tokens = round(f.prose_tokens * chars.covered_chars / chars.prose_chars) if chars.prose_chars else 0
+    f.uncovered_prose_tokens = f.prose_tokens - f.covered_tokens
+    return f
+
+
+def _has(note: ParsedNote, key: str) -> bool:
+    value = getattr(note, key, None)
+    return bool(value.strip()) if isinstance(value, str) else bool(value)
+
+
+def _default_counter() -> Callable[[str], int]:
+    enc = get_encoding(DEFAULT_ENCODING)
+    return lambda text: len(enc.encode(text, disallowed_special=()))
+
+
+def route_note(
+    note: ParsedNote,
+    outgoing: Outgoing,
+    settings: RouteSettings | None = None,
+    override: str | None = None,
+    *,
+    features: NoteFeatures | None = None,
+) -> RouteDecision:
+    """Route one note. `override` (from the command line) beats the note's frontmatter `wikirag:` key,
+    which beats the policy. An invalid frontmatter value is ignored and named in the reason."""
+    settings = settings or RouteSettings()
+    f = features or note_features(note, outgoing)
+    if override is not None:
+        if override not in ROUTES:
+            raise ConfigError(f"--route {override!r}: choose one of {', '.join(ROUTES)}")
+        return RouteDecision(override, f"--route {override} on the command line", f, "command line")  # type: ignore[arg-type]
+    ignored = ""
+    wanted = (note.route_override or "").strip().lower()
+    if wanted in ROUTES:
+        return RouteDecision(wanted, f"frontmatter says wikirag: {wanted}", f, "frontmatter")  # type: ignore[arg-type]
+    if wanted:
+        ignored = f" (frontmatter wikirag: {note.route_override!r} ignored: not inject, extract or skip)"
+
+    if f.prose_tokens < settings.min_prose_tokens:
+        what = "empty" if f.prose_tokens == 0 else f"near-empty ({f.prose_tokens} prose tokens)"
+        return RouteDecision("inject", f"{what}: nothing for an LLM to read, links only{ignored}", f)
+    if f.resolved_links >= settings.min_resolved_links and f.uncovered_prose_tokens <= settings.max_uncovered_tokens:
+        return RouteDecision(
+            "inject",
+            f"{f.resolved_links} resolved links to {f.distinct_targets} notes, "
+            f"{f.uncovered_prose_tokens} prose tokens outside link sentences (≤{settings.max_uncovered_tokens})"
+            f"{ignored}",
+            f,
+        )
+    if f.resolved_links < settings.min_resolved_links:
+        why = f"{f.resolved_links} resolved links (<{settings.min_resolved_links})"
+    else:
+        why = (f"{f.uncovered_prose_tokens} prose tokens outside link sentences "
+               f"(>{settings.max_uncovered_tokens})")
+    return RouteDecision("extract", f"{why}: LLM extraction with link hints{ignored}", f)
+
+
+def parse_route_overrides(values: Iterable[str]) -> list[tuple[str, str]]:
+    """`--route` values: `ROUTE` (every note) or `GLOB=ROUTE` (notes whose path matches, fnmatch-style,
+    e.g. `daily/*=skip`). Later values win. Returns (glob, route) pairs; "*" for a bare route."""
+    out = []
+    for value in values:
+        glob, _, route = value.rpartition("=")
+        route = route.strip().lower()
+        if route not in ROUTES:
+            raise ConfigError(f"--route {value!r}: the route must be one of {', '.join(ROUTES)}")
+        out.append((glob.strip() or "*", route))
+    return out
+
+
+def override_for(path: str, overrides: list[tuple[str, str]]) -> str | None:
+    found = None
+    for glob, route in overrides:
+        if glob == "*" or fnmatch.fnmatchcase(path, glob):
+            found = route
+    return found
+
+
+def route_vault(
+    vault: Any,
+    settings: RouteSettings | None = None,
+    overrides: Iterable[str] = (),
+    *,
+    encoding: str = DEFAULT_ENCODING,
+    body_tokens: Mapping[str, int] | None = None,
+) -> dict[str, RouteDecision]:
+    """Route every note of a `Vault` (anything with `.notes` and `.outgoing(path)`), in path order.
+
+    `body_tokens` (path -> tokens of the note body) skips the counting when the caller already has it.
+    """
+    settings = settings or RouteSettings()
+    parsed = parse_route_overrides(overrides)
+    paths = sorted(vault.notes)
+    if body_tokens is None:
+        enc = get_encoding(encoding)
+        # one thread: tiktoken's batch API was slower here (2 cores, thousands of short notes)
+        body_tokens = {p: len(enc.encode_ordinary(vault.notes[p].body.strip())) for p in paths}
+    outgoing = {p: vault.outgoing(p) for p in paths}
+    chars = {p: _char_features(vault.notes[p], outgoing[p]) for p in paths}
+    decisions = {}
+    for path in paths:
+        features = _with_tokens(chars[path], body_tokens[path])
+        decisions[path] = route_note(vault.notes[path], outgoing[path], settings, override_for(path, parsed),
+                                     features=features)
+    return decisions

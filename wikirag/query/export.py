@@ -1,0 +1,143 @@
+"""Reading the indexed graph back out: figures for `stats`, and GraphML/JSON for `export`.
+
+The graph is read through LightRAG's storage API (`get_all_nodes` / `get_all_edges`), so this works on
+every graph backend, not just the default GraphML file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from xml.sax.saxutils import escape
+
+from wikirag.errors import ExportRefused, StoreNotFound
+from wikirag.lightrag.engine import open_engine
+from wikirag.settings import WikiragConfig
+from wikirag.storage.backends import ledger_store
+
+SEP = "<SEP>"
+
+
+@dataclass
+class Graph:
+    nodes: list[dict[str, Any]]
+    edges: list[dict[str, Any]]
+
+
+@dataclass
+class GraphStats:
+    nodes: int
+    edges: int
+    nodes_by_type: dict[str, int] = field(default_factory=dict)
+    top_degree: list[tuple[str, int]] = field(default_factory=list)
+
+
+def _require_store(config: WikiragConfig) -> None:
+    if not ledger_store(config.storage, config.workspace_dir, config.workspace).exists():
+        raise StoreNotFound(f"{config.workspace_dir}: no index here; run `wikirag index {config.vault}` first")
+
+
+async def read_graph(config: WikiragConfig, **engine_kwargs: Any) -> Graph:
+    _require_store(config)
+    async with open_engine(config, **engine_kwargs) as rag:
+        graph = rag.chunk_entity_relation_graph
+        nodes = await graph.get_all_nodes()
+        edges = await graph.get_all_edges()
+    nodes = sorted((_clean(n) for n in nodes), key=lambda n: n["id"])
+    edges = [_clean(e) for e in edges]
+    for edge in edges:  # the graph is undirected: give each edge one spelling
+        edge["source"], edge["target"] = sorted((edge["source"], edge["target"]))
+    edges.sort(key=lambda e: (e["source"], e["target"]))
+    return Graph(nodes, edges)
+
+
+def _clean(record: dict[str, Any]) -> dict[str, Any]:
+    """Split LightRAG's <SEP>-joined lists so exported files hold real lists; drop timestamps."""
+    out: dict[str, Any] = {}
+    for key, value in record.items():
+        if key in {"created_at", "truncate"}:
+            continue
+        if key in {"source_id", "file_path"} and isinstance(value, str):
+            out[key] = [v for v in value.split(SEP) if v]
+        else:
+            out[key] = value
+    return out
+
+
+def graph_stats(graph: Graph, top: int = 10) -> GraphStats:
+    degree: Counter[str] = Counter()
+    for edge in graph.edges:
+        degree[edge["source"]] += 1
+        degree[edge["target"]] += 1
+    by_type = Counter(str(n.get("entity_type", "unknown")) for n in graph.nodes)
+    return GraphStats(
+        nodes=len(graph.nodes),
+        edges=len(graph.edges),
+        nodes_by_type=dict(sorted(by_type.items(), key=lambda kv: (-kv[1], kv[0]))),
+        top_degree=sorted(degree.items(), key=lambda kv: (-kv[1], kv[0]))[:top],
+    )
+
+
+def write_json(graph: Graph, out: Path) -> None:
+    out.write_text(json.dumps({"nodes": graph.nodes, "edges": graph.edges}, ensure_ascii=False, indent=2),
+                   encoding="utf-8")
+
+
+_NODE_KEYS = ("entity_type", "description", "source_id", "file_path")
+_EDGE_KEYS = ("weight", "description", "keywords", "source_id", "file_path")
+
+
+def write_graphml(graph: Graph, out: Path) -> None:
+    """GraphML that Gephi and yEd open: lists are written joined by ' | '."""
+
+    def value(v: Any) -> str:
+        return escape(" | ".join(v) if isinstance(v, list) else str(v), {'"': "&quot;"})
+
+    lines = [
+        '<?xml version="1.0" encoding="UTF-8"?>',
+        '<graphml xmlns="http://graphml.graphdrawing.org/xmlns">',
+        *(f'  <key id="{k}" for="node" attr.name="{k}" attr.type="string"/>' for k in _NODE_KEYS),
+        *(f'  <key id="e_{k}" for="edge" attr.name="{k}" attr.type="{"double" if k == "weight" else "string"}"/>'
+          for k in _EDGE_KEYS),
+        '  <graph id="wikirag" edgedefault="undirected">',
+    ]
+    for node in graph.nodes:
+        lines.append(f'    <node id="{value(node["id"])}">')
+        lines += [f'      <data key="{k}">{value(node[k])}</data>' for k in _NODE_KEYS if k in node]
+        lines.append("    </node>")
+    for i, edge in enumerate(graph.edges):
+        lines.append(f'    <edge id="e{i}" source="{value(edge["source"])}" target="{value(edge["target"])}">')
+        lines += [f'      <data key="e_{k}">{value(edge[k])}</data>' for k in _EDGE_KEYS if k in edge]
+        lines.append("    </edge>")
+    lines += ["  </graph>", "</graphml>", ""]
+    out.write_text("\n".join(lines), encoding="utf-8")
+
+
+def check_export_path(config: WikiragConfig, out: Path) -> None:
+    """wikirag never writes into the user's notes: an export goes outside the vault (or into its store)."""
+    target, vault = out.resolve(), config.vault.resolve()
+    if target.is_relative_to(vault) and not target.is_relative_to(config.store.resolve()):
+        raise ExportRefused(f"{out}: inside the vault {config.vault}; wikirag never writes among your notes, "
+                            "write the export somewhere else")
+    if target.is_dir():
+        raise ExportRefused(f"{out}: is a folder; give a file name")
+
+
+def export_graph(config: WikiragConfig, out: Path, fmt: str, **engine_kwargs: Any) -> Graph:
+    if fmt not in {"graphml", "json"}:
+        raise ValueError(f"unknown export format {fmt!r}; use graphml or json")
+    check_export_path(config, out)
+    graph = asyncio.run(read_graph(config, **engine_kwargs))
+    (write_graphml if fmt == "graphml" else write_json)(graph, out)
+    return graph
+
+
+def store_graph_stats(config: WikiragConfig) -> GraphStats | None:
+    """Graph figures for `wikirag stats`, or None when the vault has no index yet."""
+    if not ledger_store(config.storage, config.workspace_dir, config.workspace).exists():
+        return None
+    return graph_stats(asyncio.run(read_graph(config)))

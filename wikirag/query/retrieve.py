@@ -1,0 +1,263 @@
+"""Questions over the index in LightRAG's modes, with or without an LLM, citing the vault's notes.
+
+LightRAG's graph modes search entities with "low-level" keywords and relations with "high-level"
+keywords, which it normally asks an LLM for. Without an LLM we derive them from the vault itself:
+note titles, aliases, entity names and tags found in the question (low level), plus the question's own
+salient phrases (both levels). Given keywords, `aquery_data` retrieves with no LLM call at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import urllib.parse
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from wikirag.errors import QueryFailed, StoreNotFound
+from wikirag.index.ledger import Ledger
+from wikirag.lightrag.engine import open_engine
+from wikirag.settings import STORE_DIRNAME, WikiragConfig
+from wikirag.storage.backends import ledger_store
+
+MODES = ("naive", "local", "global", "hybrid", "mix", "bypass")
+
+_STOPWORDS = frozenset(
+    """
+    a about above after again against all am an and any are as at be because been before being below
+    between both but by can could did do does doing down during each few for from further had has
+    have having he her here hers herself him himself his how i if in into is it its itself just me
+    more most my myself no nor not now of off on once only or other our ours ourselves out over own
+    same she should so some such than that the their theirs them themselves then there these they
+    this those through to too under until up very was we were what when where which while who whom
+    why will with would you your yours yourself yourselves tell explain describe give list show find
+    know did does role
+    """.split()
+)
+_WORD = re.compile(r"[\w'’-]+", re.UNICODE)
+
+
+@dataclass
+class Source:
+    path: str
+    title: str
+    obsidian_uri: str
+
+
+@dataclass
+class QueryResult:
+    question: str
+    mode: str
+    answer: str | None
+    no_answer_reason: str | None
+    keywords: dict[str, list[str]]
+    entities: list[dict[str, Any]] = field(default_factory=list)
+    relations: list[dict[str, Any]] = field(default_factory=list)
+    chunks: list[dict[str, Any]] = field(default_factory=list)
+    sources: list[Source] = field(default_factory=list)
+
+
+def find_vault(start: Path, environ: dict[str, str] | None = None) -> Path:
+    """The vault whose store holds `start`, looking upwards like git does; WIKIRAG_VAULT wins."""
+    env = os.environ if environ is None else environ
+    if env.get("WIKIRAG_VAULT"):
+        return Path(env["WIKIRAG_VAULT"])
+    here = start.resolve()
+    for folder in (here, *here.parents):
+        if (folder / STORE_DIRNAME).is_dir():
+            return folder
+    raise StoreNotFound(f"{start}: no {STORE_DIRNAME} store here or above; run `wikirag index VAULT` first")
+
+
+# --- keywords without an LLM ---------------------------------------------------------------------
+
+
+@dataclass
+class Vocabulary:
+    """Names the question may mention: entity names, note titles and aliases, tags."""
+
+    names: dict[str, str]  # casefolded surface form -> entity name
+    tags: set[str]
+
+    @classmethod
+    def from_ledger(cls, ledger: Ledger) -> Vocabulary:
+        names: dict[str, str] = {}
+        tags: set[str] = set()
+        for entry in ledger.notes.values():
+            for fragment in entry.entities:
+                names.setdefault(fragment.name.casefold(), fragment.name)
+            for alias in entry.aliases:
+                names.setdefault(alias.casefold(), entry.entity)
+            tags.update(entry.tags)
+        return cls(names, tags)
+
+
+def _phrases(question: str) -> list[str]:
+    """Runs of non-stopwords: "How did the Enigma machine work" -> ["Enigma machine work"]."""
+    phrases, run = [], []
+    for word in _WORD.findall(question):
+        if word.casefold() in _STOPWORDS or len(word) < 2:
+            if run:
+                phrases.append(" ".join(run))
+            run = []
+        else:
+            run.append(word)
+    if run:
+        phrases.append(" ".join(run))
+    return phrases
+
+
+def derive_keywords(question: str, vocabulary: Vocabulary) -> tuple[list[str], list[str]]:
+    """(high-level, low-level) keywords for LightRAG's graph retrieval, from the vault's own names."""
+    folded = question.casefold()
+    found: list[str] = []
+    # Longest names first so "Enigma machine" wins over "Enigma" when both are names.
+    for surface in sorted(vocabulary.names, key=len, reverse=True):
+        if len(surface) < 3 and not surface.isdigit():
+            continue
+        if re.search(r"(?<!\w)" + re.escape(surface) + r"(?!\w)", folded):
+            name = vocabulary.names[surface]
+            if name not in found and not any(surface in f.casefold() for f in found):
+                found.append(name)
+    words = {w.casefold().lstrip("#") for w in _WORD.findall(question)}
+    tags = sorted(t for t in vocabulary.tags if t.split("/")[-1] in words)
+    phrases = _phrases(question)
+    low = found or phrases or [question]
+    high = [*tags, *phrases] or [question]
+    return high, low
+
+
+# --- the query -----------------------------------------------------------------------------------
+
+
+def obsidian_uri(vault: Path, path: str) -> str:
+    file = path[:-3] if path.endswith(".md") else path
+    return "obsidian://open?" + urllib.parse.urlencode(
+        {"vault": vault.resolve().name, "file": file}, quote_via=urllib.parse.quote
+    )
+
+
+def _sources(data: dict[str, Any], ledger: Ledger, vault: Path) -> list[Source]:
+    paths: list[str] = []
+    for ref in data.get("references", []):
+        for path in str(ref.get("file_path", "")).split("<SEP>"):
+            if path and path not in paths:
+                paths.append(path)
+    for chunk in data.get("chunks", []):
+        path = chunk.get("file_path", "")
+        if path and path not in paths:
+            paths.append(path)
+    return [
+        Source(p, ledger.notes[p].title if p in ledger.notes else p, obsidian_uri(vault, p))
+        for p in paths
+        if p in ledger.notes
+    ]
+
+
+async def query_store(
+    config: WikiragConfig,
+    question: str,
+    *,
+    mode: str = "hybrid",
+    top_k: int | None = None,
+    chunk_top_k: int | None = None,
+    max_total_tokens: int | None = None,
+    response_type: str | None = None,
+    context_only: bool = False,
+    llm_func: Callable[..., Any] | None = None,
+    on_token: Callable[[str], None] | None = None,
+    rag: Any = None,
+    ledger: Ledger | None = None,
+    **engine_kwargs: Any,
+) -> QueryResult:
+    """Retrieve (and answer, with an LLM) in one of LightRAG's modes. A caller asking many questions
+    passes an open `rag` (engine.open_engine) and the loaded `ledger` to skip reopening the store."""
+    if mode not in MODES:
+        raise QueryFailed(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+    if not question.strip():
+        raise QueryFailed("the question is empty")
+    store = ledger_store(config.storage, config.workspace_dir, config.workspace)
+    if not store.exists():
+        raise StoreNotFound(f"{config.workspace_dir}: no index here; run `wikirag index {config.vault}` first")
+    if mode == "bypass" and llm_func is None:
+        raise QueryFailed("mode 'bypass' sends the question straight to the LLM, and none is configured")
+    ledger = ledger or Ledger.load(store)
+    use_llm = llm_func is not None and not context_only
+    high, low = ("", "")
+    if not use_llm:
+        high, low = derive_keywords(question, Vocabulary.from_ledger(ledger))
+
+    from lightrag import QueryParam
+
+    param_kwargs: dict[str, Any] = {"mode": mode}
+    if top_k:
+        param_kwargs["top_k"] = top_k
+    if chunk_top_k:
+        param_kwargs["chunk_top_k"] = chunk_top_k
+    if max_total_tokens:
+        param_kwargs["max_total_tokens"] = max_total_tokens
+    if response_type:
+        param_kwargs["response_type"] = response_type
+    if not use_llm:
+        param_kwargs.update(hl_keywords=high, ll_keywords=low)
+    param_kwargs["stream"] = bool(use_llm and on_token)
+    param_kwargs["include_references"] = True
+    param_kwargs["enable_rerank"] = False  # no reranker is configured; LightRAG would warn per query
+    param = QueryParam(**param_kwargs)
+
+    async with contextlib.AsyncExitStack() as stack:
+        if rag is None:
+            rag = await stack.enter_async_context(open_engine(config, llm_func=llm_func, **engine_kwargs))
+        if use_llm:
+            raw = await rag.aquery_llm(question, param)
+        else:
+            raw = await rag.aquery_data(question, param)
+        # LightRAG returns None or a failure dict on some errors instead of raising.
+        if not isinstance(raw, dict) or raw.get("status") == "failure":
+            message = raw.get("message") if isinstance(raw, dict) else "LightRAG returned nothing"
+            raise QueryFailed(f"query failed: {message}")
+        data = raw.get("data") or {}
+        answer = None
+        if use_llm:
+            llm = raw.get("llm_response") or {}
+            if llm.get("is_streaming") and llm.get("response_iterator") is not None:
+                answer = await _collect(llm["response_iterator"], on_token)
+            else:
+                answer = llm.get("content")
+            if answer is None:
+                raise QueryFailed("the LLM returned no answer")
+    keywords = (raw.get("metadata") or {}).get("keywords") or {}
+    reason = None
+    if answer is None:
+        reason = ("--context-only was given" if context_only and llm_func is not None
+                  else "no LLM is configured (set WIKIRAG_LLM to get answers); showing retrieved context")
+    return QueryResult(
+        question=question,
+        mode=mode,
+        answer=answer,
+        no_answer_reason=reason,
+        keywords={"high_level": list(keywords.get("high_level") or high or []),
+                  "low_level": list(keywords.get("low_level") or low or [])},
+        entities=data.get("entities", []),
+        relations=data.get("relationships", []),
+        chunks=data.get("chunks", []),
+        sources=_sources(data, ledger, config.vault),
+    )
+
+
+async def _collect(iterator: AsyncIterator[str], on_token: Callable[[str], None] | None) -> str:
+    parts = []
+    async for piece in iterator:
+        parts.append(piece)
+        if on_token:
+            on_token(piece)
+    return "".join(parts)
+
+
+def ask(config: WikiragConfig, question: str, **kwargs: Any) -> QueryResult:
+    """Sync twin of `query_store` for the CLI."""
+    return asyncio.run(query_store(config, question, **kwargs))

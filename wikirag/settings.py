@@ -1,0 +1,253 @@
+"""One configuration object, read from defaults < `wikirag.toml` < `WIKIRAG_*` env vars < CLI flags.
+
+Every key is documented in docs/configuration.md. The toml file lives in the vault root (or is given with
+`--config`); keys are flat within their section, e.g.
+
+    [index]
+    chunk_token_size = 1200
+    [embedding]
+    model = "local:all-MiniLM-L6-v2-onnx-int8"
+
+Env vars name the section and key: `WIKIRAG_INDEX_CHUNK_TOKEN_SIZE=400`, plus the short forms
+`WIKIRAG_STORE`, `WIKIRAG_LLM`, `WIKIRAG_LLM_BASE_URL`, `WIKIRAG_EMBEDDING`. Secrets never live here:
+API keys are read by the provider SDKs from their usual variables (OPENAI_API_KEY, ...).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from wikirag.errors import ConfigError
+from wikirag.plan.routing import RouteSettings
+from wikirag.storage.backends import StorageSettings
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+CONFIG_FILENAME = "wikirag.toml"
+STORE_DIRNAME = ".wikirag"
+
+
+@dataclass
+class IndexSettings:
+    # Chunks are cut at headings and paragraphs, at most this many tokens (tiktoken, `encoding`). LightRAG's
+    # own defaults: an extract-routed note then never costs more LLM calls than vanilla LightRAG, and on
+    # the sample vault's question set recall@5 was 0.81 against 0.76 with 600-token chunks (the embedder
+    # averages 256-piece windows, so long chunks are not truncated).
+    chunk_token_size: int = 1200
+    chunk_overlap_token_size: int = 100
+    encoding: str = "o200k_base"
+    # Default entity type for a note with no frontmatter `type` and no folder.
+    default_note_type: str = "note"
+    # Notes per storage flush: LightRAG's file stores rewrite whole files on every flush.
+    batch_size: int = 500
+    # LightRAG's gleaning pass (a second "what did you miss?" call per chunk) for extract-routed notes.
+    # 1 is LightRAG's default; 0 halves the LLM calls, leaning on the link hint for what is known.
+    gleaning: int = 1
+
+
+@dataclass
+class EmbeddingSettings:
+    # "local:<name>" (offline MiniLM), "openai:<model>", "ollama:<model>"
+    model: str = "local:all-MiniLM-L6-v2-onnx-int8"
+    dim: int = 384
+    base_url: str | None = None
+
+
+@dataclass
+class LLMSettings:
+    # "provider:model", e.g. "openai:gpt-4o-mini", "ollama:qwen2.5:7b", "anthropic:claude-3-5-haiku-latest";
+    # empty means no LLM: every note is injected from its links and frontmatter.
+    model: str = ""
+    base_url: str | None = None
+    concurrency: int = 4
+    timeout_s: float = 120.0
+    max_retries: int = 4
+
+
+@dataclass
+class WikiragConfig:
+    vault: Path
+    store: Path
+    workspace: str
+    exclude: list[str] = field(default_factory=list)
+    index: IndexSettings = field(default_factory=IndexSettings)
+    embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
+    llm: LLMSettings = field(default_factory=LLMSettings)
+    route: RouteSettings = field(default_factory=RouteSettings)
+    route_overrides: list[str] = field(default_factory=list)  # `--route` values: ROUTE or GLOB=ROUTE
+    # Where the index lives (storage.py): LightRAG's files, PostgreSQL, or other servers. No secrets inside.
+    storage: StorageSettings = field(default_factory=StorageSettings)
+    # Sections read by their own modules ([cost], [storage]), kept as written.
+    sections: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def workspace_dir(self) -> Path:
+        return self.store / self.workspace
+
+
+_OWN_MODULE_SECTIONS = {"route", "storage", "cost"}  # read by routing.py, storage, cost.py
+_SECTIONS = {"index": IndexSettings, "embedding": EmbeddingSettings, "llm": LLMSettings}
+_SHORT_ENV = {
+    "WIKIRAG_LLM": ("llm", "model"),
+    "WIKIRAG_LLM_BASE_URL": ("llm", "base_url"),
+    "WIKIRAG_EMBEDDING": ("embedding", "model"),
+}
+
+
+def workspace_name(vault: Path) -> str:
+    """A LightRAG workspace name for a vault: its folder name, made safe as one path component."""
+    name = re.sub(r"[^\w.-]+", "_", vault.resolve().name, flags=re.UNICODE).strip("._") or "vault"
+    return name
+
+
+_WORKSPACE_NAME = re.compile(r"[\w.-]+")
+
+
+def check_workspace_name(name: str, origin: str) -> str:
+    """A workspace names one folder inside the store (and a row prefix on servers): never a path."""
+    if not _WORKSPACE_NAME.fullmatch(name) or name in {".", ".."}:
+        raise ConfigError(f"{origin}: workspace {name!r} must be one folder name (letters, digits, '_', '-', '.'), "
+                          "not a path, '.' or '..'")
+    return name
+
+
+def check_store_location(vault: Path, store: Path, workspace: str, origin: str, *, vault_file: bool = False) -> None:
+    """Refuse a store that would put wikirag's files, or a `--rebuild`, among the user's notes.
+
+    The store may not be the vault, hold the vault, or be a visible folder inside it (Obsidian shows and
+    syncs those; the default `.wikirag` is hidden). A store named by the vault's own wikirag.toml must stay
+    inside the vault: a shared or synced vault must not be able to point wikirag anywhere else.
+    """
+    vault_dir, store_dir = vault.resolve(), store.resolve()
+    workspace_dir = (store / workspace).resolve()
+    if vault_dir.is_relative_to(store_dir):
+        raise ConfigError(f"{origin}: store {store} is the vault or a folder holding it; "
+                          "use a folder of its own (default: VAULT/.wikirag)")
+    if not workspace_dir.is_relative_to(store_dir) or workspace_dir == store_dir:
+        raise ConfigError(f"{origin}: workspace folder {workspace_dir} is not inside the store {store_dir}")
+    if store_dir.is_relative_to(vault_dir):
+        inside = store_dir.relative_to(vault_dir).parts
+        if not any(part.startswith(".") for part in inside):
+            raise ConfigError(f"{origin}: store {store} is a visible folder of the vault, among the notes; "
+                              "use a hidden one such as .wikirag, or a folder outside the vault")
+    elif vault_file:
+        raise ConfigError(f"{origin}: store {store} is outside the vault; a vault's own wikirag.toml may only name "
+                          "a folder inside it (use --store or WIKIRAG_STORE for another place)")
+
+
+def _coerce(value: Any, current: Any, key: str) -> Any:
+    """Turn env/flag strings into the type of the default they replace."""
+    if not isinstance(value, str):
+        return value
+    if isinstance(current, bool):
+        return value.strip().lower() in {"1", "true", "yes", "on"}
+    try:
+        if isinstance(current, int):
+            return int(value)
+        if isinstance(current, float):
+            return float(value)
+    except ValueError:
+        raise ConfigError(f"{key}: expected a number, got {value!r}") from None
+    return value
+
+
+def _apply(section_obj: Any, values: dict[str, Any], origin: str, section: str) -> Any:
+    known = {f.name for f in fields(section_obj)}
+    changes = {}
+    for key, value in values.items():
+        if key not in known:
+            raise ConfigError(f"{origin}: unknown key [{section}] {key}")
+        changes[key] = _coerce(value, getattr(section_obj, key), f"{origin} [{section}] {key}")
+    return replace(section_obj, **changes)
+
+
+def load_config(
+    vault: Path,
+    *,
+    store: Path | None = None,
+    config_file: Path | None = None,
+    exclude: list[str] | None = None,
+    overrides: dict[str, dict[str, Any]] | None = None,
+    route_overrides: list[str] | None = None,
+    environ: dict[str, str] | None = None,
+) -> WikiragConfig:
+    """Build the config for `vault`. `overrides` are CLI flags as {section: {key: value}}; None values
+    mean "flag not given"."""
+    env = os.environ if environ is None else environ
+    vault = Path(vault)
+    file_values: dict[str, Any] = {}
+    path = config_file or (vault / CONFIG_FILENAME)
+    if config_file is not None and not config_file.exists():
+        raise ConfigError(f"{config_file}: config file not found")
+    if path.exists():
+        try:
+            file_values = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{path}: {exc}") from None
+
+    sections = {name: cls() for name, cls in _SECTIONS.items()}
+    top = {k: v for k, v in file_values.items() if not isinstance(v, dict)}
+    for name, values in file_values.items():
+        if isinstance(values, dict):
+            if name not in sections:
+                if name in _OWN_MODULE_SECTIONS:
+                    continue
+                raise ConfigError(f"{path}: unknown section [{name}]")
+            sections[name] = _apply(sections[name], values, str(path), name)
+
+    # Env: WIKIRAG_<SECTION>_<KEY>, and the documented short forms.
+    for name, obj in sections.items():
+        env_values = {}
+        for f in fields(obj):
+            var = f"WIKIRAG_{name}_{f.name}".upper()
+            if var in env:
+                env_values[f.name] = env[var]
+        sections[name] = _apply(obj, env_values, "environment", name)
+    for var, (section, key) in _SHORT_ENV.items():
+        if env.get(var):
+            sections[section] = _apply(sections[section], {key: env[var]}, "environment", section)
+
+    for name, values in (overrides or {}).items():
+        if name == "storage":
+            continue  # read by StorageSettings.from_mapping below
+        given = {k: v for k, v in values.items() if v is not None}
+        sections[name] = _apply(sections[name], given, "command line", name)
+
+    if store is not None:
+        store_path, store_origin = Path(store), "--store"
+    elif env.get("WIKIRAG_STORE"):
+        store_path, store_origin = Path(env["WIKIRAG_STORE"]), "WIKIRAG_STORE"
+    elif top.get("store"):
+        store_path, store_origin = vault / str(top["store"]), str(path)
+    else:
+        store_path, store_origin = vault / STORE_DIRNAME, "default store"
+    if top.get("workspace"):
+        workspace = check_workspace_name(str(top["workspace"]), str(path))
+    elif env.get("WIKIRAG_WORKSPACE"):
+        workspace = check_workspace_name(env["WIKIRAG_WORKSPACE"], "WIKIRAG_WORKSPACE")
+    else:
+        workspace = workspace_name(vault)
+    check_store_location(vault, store_path, workspace, store_origin,
+                         vault_file=store_origin == str(path) and config_file is None)
+    excludes = list(top.get("exclude", [])) + list(exclude or [])
+    return WikiragConfig(
+        vault=vault,
+        store=store_path,
+        workspace=workspace,
+        exclude=excludes,
+        index=sections["index"],
+        embedding=sections["embedding"],
+        llm=sections["llm"],
+        route=RouteSettings.from_mapping(file_values.get("route")),
+        route_overrides=list(route_overrides or []),
+        storage=StorageSettings.from_mapping(file_values.get("storage"), env, (overrides or {}).get("storage")),
+        sections={k: v for k, v in file_values.items() if k in _OWN_MODULE_SECTIONS and isinstance(v, dict)},
+    )
