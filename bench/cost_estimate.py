@@ -105,7 +105,8 @@ def generate(count: int, root: Path, seed: int = 7) -> int:
 def run(vault_root: Path, model: str) -> dict:
     from wikirag.lightrag.tokens import get_encoding
     from wikirag.plan.cost import CostSettings, estimate_vault, prompt_sizes
-    from wikirag.plan.routing import RouteSettings, route_vault
+    from wikirag.plan.routing import route_vault
+    from wikirag.settings import RouteSettings
     from wikirag.vault.model import Vault
 
     timings: dict[str, float] = {}

@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from wikirag.lightrag.engine import import_lightrag
+from wikirag.lightrag.guard import import_lightrag
 from wikirag.lightrag.tokens import get_encoding
-from wikirag.plan.cost import cap_mentions, sentence_names
+from wikirag.plan.mentions import cap_mentions, sentence_names
 
 MODES = ("normal", "fail", "timeout", "garbage", "examples")
 KINDS = ("extract", "glean", "summary", "keywords", "answer", "unknown")

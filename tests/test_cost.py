@@ -23,31 +23,26 @@ from tests.fakes import FakeLLM, fake_embedding_func
 from tests.storekit import copy_vault
 from wikirag.errors import ConfigError
 from wikirag.index.run import run_index
-from wikirag.lightrag.engine import import_lightrag
+from wikirag.lightrag.guard import import_lightrag
+from wikirag.lightrag.prompts import breadcrumb, lightrag_content, lightrag_defaults
 from wikirag.lightrag.tokens import count_tokens, lightrag_tokenizer
 from wikirag.markdown.chunking import chunk_text
 from wikirag.models import ParsedNote, Resolution, WikiLink
 from wikirag.plan.cost import (
     CostSettings,
-    ModelPrice,
-    PriceTable,
-    ScenarioCost,
-    breadcrumb,
-    chunk_mentions,
-    csv_rows,
     estimate_note,
     estimate_vault,
     hint_tokens,
-    lightrag_content,
-    lightrag_defaults,
     price_cost,
     prompt_sizes,
-    read_note_files,
     render_extraction_prompts,
 )
+from wikirag.plan.mentions import chunk_mentions
+from wikirag.plan.prices import ModelPrice, PriceTable
+from wikirag.plan.results import ScenarioCost, csv_rows
 from wikirag.plan.routing import RouteDecision, note_features, route_note, route_vault
 from wikirag.settings import WikiragConfig, load_config
-from wikirag.vault.model import Vault
+from wikirag.vault.model import Vault, read_note_files
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_vault"
@@ -141,7 +136,7 @@ def test_prompt_sizes_are_the_rendered_templates():
 
 
 def test_prompt_sizes_disk_cache_round_trip(tmp_path, monkeypatch):
-    from wikirag.plan import cost
+    from wikirag.lightrag import prompts as cost
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     cost._cached_prompt_sizes.cache_clear()
@@ -191,7 +186,7 @@ def test_section_context_and_hints_are_paid_per_chunk():
 
 
 def test_default_hint_is_the_pipelines_header():
-    from wikirag.graph.contribution import note_entity_names
+    from wikirag.graph.naming import note_entity_names
     from wikirag.plan.hints import HINT_TITLE, note_hint
 
     turing = note("text", path="people/Alan Turing.md", type="person", aliases=["Prof"])
@@ -468,7 +463,7 @@ def _calibrated(llm: FakeLLM, base: CostSettings) -> CostSettings:
 
 def _chunk_text(llm: FakeLLM, prompt: str) -> str:
     """The chunk alone: wikirag's hint sits inside the fence LightRAG's input text starts with."""
-    from wikirag.plan.hints import input_text
+    from wikirag.lightrag.hinting import input_text
 
     return input_text(prompt) or llm.input_text(prompt)
 

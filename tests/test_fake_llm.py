@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tests.fakes import KINDS, FakeLLM, fake_embedding_func, hashing_embed
-from wikirag.lightrag.engine import import_lightrag
+from wikirag.lightrag.guard import import_lightrag
 from wikirag.lightrag.tokens import count_tokens
 from wikirag.plan.cost import CostSettings, render_extraction_prompts
 

@@ -5,11 +5,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from wikirag.graph.hygiene import EntityNames
+from wikirag.lightrag.prompts import prompt_example_names
 
 
 @pytest.fixture
 def names() -> EntityNames:
-    n = EntityNames()
+    n = EntityNames(examples=prompt_example_names())
     n.add("Alan Turing", "person", ["Turing", "Prof"])
     n.add("Java", "language", [])
     n.add("Paris", "place", [])
@@ -50,6 +51,6 @@ def test_prompt_placeholders_are_examples(names):
 def test_the_fast_path_of_name_normalisation_agrees_with_lightrag(name):
     from lightrag.utils import normalize_entity_name
 
-    from wikirag.graph.contribution import normalize_name
+    from wikirag.lightrag.ids import normalize_name
 
     assert normalize_name(name) == normalize_entity_name(name)

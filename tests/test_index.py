@@ -11,9 +11,10 @@ import pytest
 
 from tests.storekit import HashEmbedding, copy_vault, snapshot
 from wikirag.errors import StoreLocked, StoreMismatch
-from wikirag.graph import contribution as inject
 from wikirag.graph.contribution import plain_text
+from wikirag.graph.naming import note_entity_names
 from wikirag.index.run import StoreLock, run_index
+from wikirag.lightrag.writer import StoreWriter
 from wikirag.settings import load_config
 from wikirag.vault.model import Vault
 
@@ -34,7 +35,7 @@ def test_every_resolved_link_becomes_an_edge_with_its_sentence(vault, tmp_path):
     config, report = index(vault, tmp_path / "store")
     snap = snapshot(config)
     loaded = Vault.load(vault)
-    names = inject.note_entity_names(loaded.notes)
+    names = note_entity_names(loaded.notes)
     checked = 0
     for path in loaded.notes:
         if loaded.notes[path].route_override == "skip":  # `wikirag: skip` keeps a note out of the index
@@ -153,18 +154,18 @@ def test_a_run_interrupted_mid_write_is_completed_by_the_next(vault, tmp_path, m
     _edit_vault(vault)
 
     calls = {"n": 0}
-    original = inject.StoreWriter.upsert_relations
+    original = StoreWriter.upsert_relations
 
     async def crash(self, records):
         calls["n"] += 1
         await original(self, records[: len(records) // 2])  # half written, then the process "dies"
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(inject.StoreWriter, "upsert_relations", crash)
+    monkeypatch.setattr(StoreWriter, "upsert_relations", crash)
     with pytest.raises(KeyboardInterrupt):
         index(vault, tmp_path / "store")
     assert calls["n"] == 1
-    monkeypatch.setattr(inject.StoreWriter, "upsert_relations", original)
+    monkeypatch.setattr(StoreWriter, "upsert_relations", original)
     assert snapshot(config)["pending"]["entities"], "the promise must be on disk before the writes"
 
     _, report = index(vault, tmp_path / "store")

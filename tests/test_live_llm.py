@@ -29,7 +29,9 @@ from pathlib import Path
 
 import pytest
 
-from wikirag.llm.client import Backoff, LLMCallError, LLMUsage, make_llm_func
+from wikirag.llm.client import make_llm_func
+from wikirag.llm.retry import Backoff, LLMCallError
+from wikirag.llm.usage import LLMUsage
 from wikirag.settings import LLMSettings, load_config
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -18,18 +18,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from wikirag.errors import ConfigError
-from wikirag.llm.client import (
-    Backoff,
-    LLMCallError,
-    LLMUsage,
-    acheck_llm,
-    describe_llm,
-    is_retryable,
-    lightrag_llm_kwargs,
-    make_llm_func,
-    parse_llm_spec,
-    redact,
-)
+from wikirag.lightrag.engine import lightrag_llm_kwargs
+from wikirag.llm.check import acheck_llm
+from wikirag.llm.client import make_llm_func
+from wikirag.llm.redact import redact
+from wikirag.llm.retry import Backoff, LLMCallError, is_retryable
+from wikirag.llm.spec import describe_llm, parse_llm_spec
+from wikirag.llm.usage import LLMUsage
 from wikirag.settings import LLMSettings
 
 FAST = Backoff(initial_s=0.01, max_s=0.05)
@@ -255,7 +250,6 @@ def test_describe_llm_never_shows_the_key_or_url_credentials(monkeypatch):
 
 def test_lightrag_kwargs_follow_the_settings():
     kw = lightrag_llm_kwargs(LLMSettings(model="ollama:qwen2.5:7b", concurrency=3, timeout_s=60, max_retries=2))
-    assert kw["llm_model_name"] == "ollama:qwen2.5:7b"
     assert kw["llm_model_max_async"] == 3
     assert kw["default_llm_timeout"] * 2 >= 60 * 3 + 30 * 2  # LightRAG's 2x cap outlasts all attempts
 
@@ -380,7 +374,7 @@ def test_missing_usage_falls_back_to_a_marked_estimate(server):
 
 
 def test_lightrag_extraction_prompts_are_counted_by_kind(server):
-    from wikirag.lightrag.engine import import_lightrag
+    from wikirag.lightrag.guard import import_lightrag
 
     import_lightrag()
     from lightrag.prompt import PROMPTS

@@ -16,20 +16,11 @@ import pytest
 from tests.pgserver_fixture import APP_DATABASE, APP_PASSWORD, APP_USER, ServerUnavailable, start_private_server
 from tests.storekit import HashEmbedding, copy_vault, snapshot
 from wikirag.errors import ConfigError, StoreLocked
-from wikirag.storage.backends import (
-    FileLedgerStore,
-    LedgerConflict,
-    PostgresLedgerStore,
-    StorageSettings,
-    check_storage,
-    connect,
-    drop_workspace,
-    lightrag_env_vars,
-    lightrag_environment,
-    lightrag_storage_kwargs,
-    storage_unreachable,
-    writer_lock,
-)
+from wikirag.lightrag.storages import lightrag_env_vars, lightrag_environment, lightrag_storage_kwargs
+from wikirag.storage.ledger_store import FileLedgerStore, LedgerConflict, PostgresLedgerStore, drop_workspace
+from wikirag.storage.locks import writer_lock
+from wikirag.storage.postgres import check_storage, connect, storage_unreachable
+from wikirag.storage.settings import StorageSettings
 
 pytest.importorskip("psycopg", reason="the postgres extra is not installed: pip install 'wikirag[postgres]'")
 
@@ -314,7 +305,7 @@ def _forget_shared_data() -> None:
 
 
 async def _open(settings: StorageSettings, workspace: str, tmp: Path):
-    from wikirag.lightrag.engine import import_lightrag
+    from wikirag.lightrag.guard import import_lightrag
 
     import_lightrag()
     from lightrag import LightRAG
@@ -333,7 +324,8 @@ async def _open(settings: StorageSettings, workspace: str, tmp: Path):
 
 async def _write(rag, tag: str) -> None:
     """The same ids in every workspace, with the workspace's own text: a leak would show."""
-    from wikirag.graph.contribution import ChunkRecord, StoreWriter
+    from wikirag.graph.records import ChunkRecord
+    from wikirag.lightrag.writer import StoreWriter
 
     writer = StoreWriter(rag)
     chunks = [ChunkRecord("chunk-1", f"{tag}: Alice met Bob at Bletchley", 8, 0,
@@ -359,7 +351,7 @@ def test_lightrag_pg_storages_take_wikiraqs_writes_per_workspace(settings, vecto
     two workspaces in one database, open at once, never see each other's chunks, vectors or graph."""
     from lightrag import QueryParam
 
-    from wikirag.graph.contribution import StoreWriter
+    from wikirag.lightrag.writer import StoreWriter
 
     async def run() -> None:
         one = await _open(settings, "ws_one", tmp_path)

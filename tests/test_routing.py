@@ -9,15 +9,8 @@ import pytest
 from wikirag.errors import ConfigError
 from wikirag.lightrag.tokens import count_tokens
 from wikirag.models import ParsedNote, Resolution, WikiLink
-from wikirag.plan.routing import (
-    ROUTES,
-    RouteSettings,
-    note_features,
-    override_for,
-    parse_route_overrides,
-    route_note,
-    route_vault,
-)
+from wikirag.plan.routing import ROUTES, note_features, override_for, parse_route_overrides, route_note, route_vault
+from wikirag.settings import RouteSettings
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_vault"
 

@@ -18,13 +18,13 @@ from __future__ import annotations
 import os
 import re
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from wikirag.errors import ConfigError
-from wikirag.plan.routing import RouteSettings
-from wikirag.storage.backends import StorageSettings
+from wikirag.storage.settings import StorageSettings
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -61,6 +61,10 @@ class EmbeddingSettings:
     base_url: str | None = None
 
 
+# The longest wait between two LLM attempts (a server's Retry-After is capped here too).
+RETRY_MAX_WAIT_S = 30.0
+
+
 @dataclass
 class LLMSettings:
     # "provider:model", e.g. "openai:gpt-4o-mini", "ollama:qwen2.5:7b", "anthropic:claude-3-5-haiku-latest";
@@ -70,6 +74,40 @@ class LLMSettings:
     concurrency: int = 4
     timeout_s: float = 120.0
     max_retries: int = 4
+
+
+@dataclass
+class RouteSettings:
+    # A note is injected when it has at least this many resolved links ...
+    min_resolved_links: int = 5
+    # ... and at most this many prose tokens outside the sentences that hold its links.
+    max_uncovered_tokens: int = 150
+    # A note with fewer prose tokens than this is injected whatever its links (nothing to extract).
+    min_prose_tokens: int = 20
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any] | None) -> RouteSettings:
+        """Settings from the `[route]` table of wikirag.toml; unknown keys are a ConfigError."""
+        return settings_from_mapping(cls, values or {}, "route")
+
+
+def settings_from_mapping(cls: Any, values: Mapping[str, Any], section: str) -> Any:
+    """A settings dataclass from one toml table, numbers coerced to the defaults' types; unknown keys are a
+    ConfigError."""
+    known = {f.name: f for f in fields(cls)}
+    out = {}
+    for key, value in values.items():
+        if key not in known:
+            raise ConfigError(f"[{section}] {key}: unknown key (known: {', '.join(sorted(known))})")
+        default = known[key].default
+        if isinstance(default, bool) or not isinstance(default, (int, float)) or isinstance(value, bool):
+            out[key] = value
+            continue
+        try:
+            out[key] = type(default)(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"[{section}] {key}: expected a number, got {value!r}") from None
+    return cls(**out)
 
 
 @dataclass
@@ -251,3 +289,21 @@ def load_config(
         storage=StorageSettings.from_mapping(file_values.get("storage"), env, (overrides or {}).get("storage")),
         sections={k: v for k, v in file_values.items() if k in _OWN_MODULE_SECTIONS and isinstance(v, dict)},
     )
+
+
+def read_price_files(user_file: str | Path | None = None) -> list[tuple[dict[str, Any], str]]:
+    """The shipped price table (wikirag/data/prices.toml), then a user's price file, as parsed toml with
+    where each came from (plan/prices.py merges them)."""
+    from importlib import resources
+
+    shipped = resources.files("wikirag").joinpath("data/prices.toml").read_text(encoding="utf-8")
+    tables = [(tomllib.loads(shipped), "shipped table")]
+    if user_file is not None:
+        path = Path(user_file)
+        try:
+            tables.append((tomllib.loads(path.read_text(encoding="utf-8")), str(path)))
+        except FileNotFoundError:
+            raise ConfigError(f"{path}: price file not found") from None
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{path}: {exc}") from None
+    return tables

@@ -334,7 +334,8 @@ def cost_estimate(
         wikirag cost-estimate ~/Notes --model gpt-4o-mini
         wikirag cost-estimate ~/Notes --csv > costs.csv
     """
-    from wikirag.plan.cost import csv_rows, estimate_for_config
+    from wikirag.plan.cost import estimate_for_config
+    from wikirag.plan.results import csv_rows
 
     try:
         config = _config(vault, config_file=config_file, exclude=exclude, route=route)

@@ -15,7 +15,8 @@ from typing import Literal
 from wikirag.index.ledger import Ledger
 from wikirag.lightrag.engine import embedding_spec
 from wikirag.settings import WikiragConfig, workspace_name
-from wikirag.storage.backends import StorageUnreachable, check_storage, ledger_store
+from wikirag.storage.ledger_store import ledger_store
+from wikirag.storage.postgres import StorageUnreachable, check_storage
 
 Status = Literal["ok", "warn", "fail", "skip"]
 
@@ -112,7 +113,8 @@ def _llm(config: WikiragConfig, call: bool) -> Check:
         return Check("llm", "skip", "no LLM configured: notes are indexed from their links; set WIKIRAG_LLM "
                                     "(e.g. openai:gpt-4o-mini) for extraction and answers")
     from wikirag.errors import ConfigError
-    from wikirag.llm.client import check_llm, describe_llm
+    from wikirag.llm.check import check_llm
+    from wikirag.llm.spec import describe_llm
 
     try:
         info = describe_llm(config.llm)

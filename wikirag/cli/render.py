@@ -12,7 +12,7 @@ from wikirag.cli.doctor import DoctorReport
 from wikirag.index.run import IndexReport
 from wikirag.index.watch import BatchReport
 from wikirag.models import ReadIssue
-from wikirag.plan.cost import CostEstimate
+from wikirag.plan.results import CostEstimate
 from wikirag.query.export import GraphStats
 from wikirag.query.retrieve import QueryResult
 from wikirag.vault.stats import VaultStats

@@ -32,22 +32,6 @@ def loose(text: str) -> str:
     return " " + _PUNCT.sub(" ", fold(text)).strip() + " "
 
 
-def prompt_example_names() -> set[str]:
-    """Entity names appearing in LightRAG's installed extraction examples (folded)."""
-    from lightrag.prompt import PROMPTS
-
-    names: set[str] = set()
-    for example in PROMPTS.get("entity_extraction_examples", []) + PROMPTS.get("entity_extraction_json_examples", []):
-        for line in example.splitlines():
-            parts = line.split("{tuple_delimiter}")
-            if len(parts) >= 2 and parts[0].strip() == "entity":
-                names.add(fold(parts[1]))
-            match = re.search(r'"name":\s*"([^"]+)"', line)
-            if match:
-                names.add(fold(match.group(1)))
-    return names
-
-
 @dataclass
 class HygieneLog:
     merges: list[str] = field(default_factory=list)  # "path: 'x' -> 'y' (alias|fuzzy)"
@@ -57,12 +41,13 @@ class HygieneLog:
 class EntityNames:
     """The vault's known entities: canonical names with their types and every name they go by."""
 
-    def __init__(self, threshold: float = FUZZY_THRESHOLD) -> None:
+    def __init__(self, threshold: float = FUZZY_THRESHOLD, examples: set[str] | frozenset[str] = frozenset()) -> None:
         self.threshold = threshold
         self.by_name: dict[str, str] = {}  # folded title/alias/name -> canonical
         self.types: dict[str, str] = {}  # canonical -> type
         self.aliases: dict[str, set[str]] = {}  # canonical -> every name it goes by
-        self._examples = prompt_example_names()
+        # Names from LightRAG's few-shot examples (lightrag.prompts.prompt_example_names): echoes to drop.
+        self._examples = {fold(name) for name in examples}
 
     def add(self, canonical: str, entity_type: str, names: list[str]) -> None:
         self.types.setdefault(canonical, entity_type)

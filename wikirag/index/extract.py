@@ -13,9 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from wikirag.graph.contribution import ChunkRecord, EntityFragment, RelationFragment, xml_safe
 from wikirag.graph.hygiene import EntityNames, HygieneLog
-from wikirag.plan.hints import HintingLLM
+from wikirag.graph.records import ChunkRecord, EntityFragment, RelationFragment
+from wikirag.lightrag.hinting import HintingLLM
+from wikirag.lightrag.ids import xml_safe
 
 EXTRACTED_RANK = 2
 

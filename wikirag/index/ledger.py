@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wikirag.graph.contribution import EntityFragment, NoteContribution, RelationFragment
-from wikirag.storage.backends import LEDGER_FILENAME, FileLedgerStore, LedgerStore
+from wikirag.graph.records import EntityFragment, NoteContribution, RelationFragment
+from wikirag.storage.fs import LEDGER_FILENAME
+from wikirag.storage.ledger_store import FileLedgerStore, LedgerStore
 
 LEDGER_VERSION = 1
 

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from wikirag.storage.backends import atomic_write_text
+from wikirag.storage.fs import atomic_write_text
 from wikirag.vault.model import ScanResult
 
 MANIFEST_FILENAME = "wikirag_manifest.json"

@@ -12,7 +12,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from wikirag.models import Heading, ParsedNote, WikiLink
-from wikirag.storage.backends import atomic_write_text
+from wikirag.storage.fs import atomic_write_text
 
 CACHE_FILENAME = "wikirag_parsed.json"
 CACHE_VERSION = 1

@@ -23,30 +23,28 @@ from pathlib import Path
 from typing import Any
 
 from wikirag.errors import StoreMismatch, VaultNotFound
-from wikirag.graph.contribution import (
-    NoteContribution,
-    StoreWriter,
-    attachment_name,
-    merge_entity,
-    merge_relation,
-    note_contribution,
-    note_entity_names,
-    note_type,
-    unresolved_name,
-)
+from wikirag.graph.contribution import note_contribution, note_type
 from wikirag.graph.hygiene import EntityNames, HygieneLog
+from wikirag.graph.merge import merge_entity, merge_relation
+from wikirag.graph.naming import attachment_name, note_entity_names, unresolved_name
+from wikirag.graph.records import NoteContribution
 from wikirag.index.extract import extract_note, purge_cached_extractions
 from wikirag.index.ledger import Ledger, NoteEntry, Pending
 from wikirag.index.manifest import drop_manifest, load_unchanged, save_manifest
 from wikirag.index.parsecache import load_parse_cache, save_parse_cache
 from wikirag.lightrag.embeddings import EmbeddingCounter
 from wikirag.lightrag.engine import embedding_spec, open_engine
+from wikirag.lightrag.hinting import HintingLLM
+from wikirag.lightrag.prompts import prompt_example_names
 from wikirag.lightrag.tokens import count_tokens, get_encoding, lightrag_tokenizer
+from wikirag.lightrag.writer import StoreWriter
 from wikirag.models import ParsedNote
-from wikirag.plan.hints import HintingLLM, note_hint
+from wikirag.plan.hints import note_hint
 from wikirag.plan.routing import RouteDecision, route_vault
 from wikirag.settings import WikiragConfig
-from wikirag.storage.backends import drop_workspace, ledger_store, wipe_store_files, writer_lock
+from wikirag.storage.fs import wipe_store_files
+from wikirag.storage.ledger_store import drop_workspace, ledger_store
+from wikirag.storage.locks import writer_lock
 from wikirag.vault.model import Vault, scan_vault
 
 DERIVATION_VERSION = 1  # bump when note_contribution's output changes for the same input
@@ -168,7 +166,7 @@ def _digest(payload: Any) -> str:
 
 def entity_names_table(vault: Vault, names: dict[str, str], default_type: str) -> EntityNames:
     """Every note entity with its type and aliases: what LLM-extracted names are matched against."""
-    table = EntityNames()
+    table = EntityNames(examples=prompt_example_names())
     for path in sorted(vault.notes):
         note = vault.notes[path]
         table.add(names[path], note_type(note, default_type), [note.title, *note.aliases])
@@ -396,7 +394,8 @@ def hinting_llm(config: WikiragConfig, llm_func: Callable[..., Any] | None = Non
     """The LLM LightRAG extracts with, wrapped to show each chunk its note's hint; None without one.
     Token usage is what the provider reports (llm.LLMUsage), kept on the wrapper as `usage`."""
     if llm_func is None and config.llm.model:
-        from wikirag.llm.client import LLMUsage, make_llm_func
+        from wikirag.llm.client import make_llm_func
+        from wikirag.llm.usage import LLMUsage
 
         usage = LLMUsage()
         hinting = HintingLLM(make_llm_func(config.llm, usage))
@@ -418,7 +417,7 @@ def _check_settings(config: WikiragConfig, llm_func: Callable[..., Any] | None) 
     """Fail on a bad embedding or LLM setting before anything is written or deleted."""
     embedding_spec(config)
     if config.llm.model and llm_func is None:
-        from wikirag.llm.client import parse_llm_spec
+        from wikirag.llm.spec import parse_llm_spec
 
         parse_llm_spec(config.llm.model)
 

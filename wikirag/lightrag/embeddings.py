@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from wikirag.errors import ConfigError
+from wikirag.lightrag.guard import import_lightrag
 
 MINILM_NAME = "all-MiniLM-L6-v2-onnx-int8"
 MINILM_DIM = 384
@@ -159,6 +160,7 @@ def _counting(counter: EmbeddingCounter, embed) -> Any:
 
 def make_embedding_func(spec: EmbeddingSpec, counter: EmbeddingCounter, base_url: str | None = None):
     """A LightRAG EmbeddingFunc for the spec. API keys come from the providers' usual env vars."""
+    import_lightrag()
     from lightrag.utils import EmbeddingFunc
 
     if spec.provider == "local":
@@ -167,10 +169,12 @@ def make_embedding_func(spec: EmbeddingSpec, counter: EmbeddingCounter, base_url
         embed = _counting(counter, lambda texts: asyncio.to_thread(shared_minilm().embed, texts))
         return EmbeddingFunc(embedding_dim=spec.dim, func=embed, model_name=spec.model)
     if spec.provider == "openai":
+        import_lightrag()
         from lightrag.llm.openai import openai_embed
 
         embed = _counting(counter, lambda texts: openai_embed.func(texts, model=spec.model, base_url=base_url))
     elif spec.provider == "ollama":
+        import_lightrag()
         from lightrag.llm.ollama import ollama_embed
 
         embed = _counting(counter, lambda texts: ollama_embed.func(texts, embed_model=spec.model, host=base_url))

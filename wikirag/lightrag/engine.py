@@ -13,42 +13,22 @@ Traps handled here (checked against lightrag-hku 1.5.7):
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
-import tempfile
 import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from wikirag.errors import ConfigError, LLMNotConfigured, StoreLocked
 from wikirag.lightrag.embeddings import EMBEDDING_PROVIDERS, EmbeddingCounter, EmbeddingSpec, make_embedding_func
+from wikirag.lightrag.guard import import_lightrag
+from wikirag.lightrag.storages import lightrag_environment, lightrag_storage_kwargs
 from wikirag.lightrag.tokens import lightrag_tokenizer
 from wikirag.markdown.chunking import lightrag_chunking_func
-from wikirag.settings import WikiragConfig
-from wikirag.storage.backends import StorageSettings, lightrag_environment, lightrag_storage_kwargs, storage_unreachable
+from wikirag.settings import RETRY_MAX_WAIT_S, LLMSettings, WikiragConfig
+from wikirag.storage.postgres import storage_unreachable
+from wikirag.storage.settings import StorageSettings
 
 FILE_STORAGES = lightrag_storage_kwargs(StorageSettings())
-
-
-def import_lightrag():
-    """Import LightRAG without letting it read a stray `.env` from the current folder."""
-    import sys
-
-    if "lightrag" not in sys.modules:
-        here = os.getcwd()
-        with tempfile.TemporaryDirectory() as neutral:
-            os.chdir(neutral)
-            try:
-                import lightrag  # noqa: F401
-                import lightrag.base  # noqa: F401  (the module that loads .env)
-            finally:
-                os.chdir(here)
-    # LightRAG and its vector DB log every storage step at INFO; wikirag reports its own summary.
-    for name in ("lightrag", "nano-vectordb"):
-        logging.getLogger(name).setLevel(logging.WARNING)
-    import lightrag
-
-    return lightrag
 
 
 def embedding_spec(config: WikiragConfig) -> EmbeddingSpec:
@@ -61,18 +41,16 @@ def embedding_spec(config: WikiragConfig) -> EmbeddingSpec:
     return EmbeddingSpec(provider=provider, model=model, dim=config.embedding.dim)
 
 
-def _llm_kwargs(config: WikiragConfig) -> dict[str, Any]:
-    """LightRAG's queue width and call timeout that fit wikirag's own concurrency cap and retries."""
-    if not config.llm.model:
-        return {}
-    from wikirag.llm.client import lightrag_llm_kwargs
+def lightrag_llm_kwargs(settings: LLMSettings) -> dict[str, Any]:
+    """LightRAG constructor arguments that follow the LLM settings.
 
-    try:
-        kwargs = lightrag_llm_kwargs(config.llm)
-    except ConfigError:  # a spec no provider serves: only a caller-supplied function can answer it
-        return {}
-    kwargs.pop("llm_model_name", None)  # the cache identity stays the configured spec, as written
-    return kwargs
+    - `llm_model_max_async`: LightRAG queues per role (extract, keyword, query) with this many workers
+      each; wikirag's semaphore caps them all together, this keeps the queues from holding idle slots.
+    - `default_llm_timeout`: LightRAG cancels a call after twice this; it must outlast wikirag's retries.
+    """
+    attempts = settings.max_retries + 1
+    budget = settings.timeout_s * attempts + RETRY_MAX_WAIT_S * settings.max_retries
+    return {"llm_model_max_async": settings.concurrency, "default_llm_timeout": int(budget / 2) + 1}
 
 
 async def _no_llm(prompt: str, *args: Any, **kwargs: Any) -> str:
@@ -110,6 +88,7 @@ def _release_workspace(config: WikiragConfig) -> None:
         if count > 1:
             _open_workspaces[config.workspace] = (owner, count - 1)
         elif not _open_workspaces:
+            import_lightrag()
             from lightrag.kg.shared_storage import finalize_share_data
 
             finalize_share_data()
@@ -144,7 +123,7 @@ async def open_engine(
             llm_model_func=llm_func or _no_llm,
             # Part of LightRAG's LLM cache key: switching models never reuses another model's answers.
             llm_model_name=config.llm.model or "none",
-            **_llm_kwargs(config),
+            **(lightrag_llm_kwargs(config.llm) if config.llm.model else {}),
             tokenizer=lightrag_tokenizer(config.index.encoding),
             chunk_token_size=config.index.chunk_token_size,
             chunk_overlap_token_size=config.index.chunk_overlap_token_size,

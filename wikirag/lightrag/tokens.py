@@ -17,6 +17,8 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
+from wikirag.lightrag.guard import import_lightrag
+
 # The download URLs tiktoken uses (the cache file name is their sha1) and the sha256 it pins.
 _ENCODINGS = {
     "cl100k_base": (
@@ -88,6 +90,7 @@ def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
 
 def lightrag_tokenizer(encoding: str = DEFAULT_ENCODING):
     """LightRAG's Tokenizer wrapper around our offline encoding (tiktoken is thread-safe)."""
+    import_lightrag()
     from lightrag.utils import Tokenizer
 
     return Tokenizer(model_name=encoding, tokenizer=_SafeEncoding(get_encoding(encoding)))

@@ -17,12 +17,13 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from wikirag.errors import ConfigError
 from wikirag.lightrag.tokens import DEFAULT_ENCODING, get_encoding
 from wikirag.models import ParsedNote, Resolution, WikiLink
+from wikirag.settings import RouteSettings
 
 Route = Literal["inject", "extract", "skip"]
 ROUTES: tuple[str, ...] = ("inject", "extract", "skip")
@@ -32,21 +33,6 @@ _FENCED = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^ {0,3}\1[`~]*[ \t]*$|\
 _HEADING_LINE = re.compile(r"^ {0,3}#{1,6}[ \t][^\n]*$", re.M)
 _LINE_MARKER = re.compile(r"^[ \t]*(?:>[ \t]*)*(?:[-*+]|\d{1,9}[.)])(?=[ \t])", re.M)
 _FRONTMATTER_FIELDS = ("type", "description", "tags", "aliases")  # what makes a note self-describing
-
-
-@dataclass
-class RouteSettings:
-    # A note is injected when it has at least this many resolved links ...
-    min_resolved_links: int = 5
-    # ... and at most this many prose tokens outside the sentences that hold its links.
-    max_uncovered_tokens: int = 150
-    # A note with fewer prose tokens than this is injected whatever its links (nothing to extract).
-    min_prose_tokens: int = 20
-
-    @classmethod
-    def from_mapping(cls, values: Mapping[str, Any] | None) -> RouteSettings:
-        """Settings from the `[route]` table of wikirag.toml; unknown keys are a ConfigError."""
-        return _from_mapping(cls, values or {}, "route")
 
 
 @dataclass
@@ -70,23 +56,6 @@ class RouteDecision:
     reason: str  # one line, naming the numbers that decided it
     features: NoteFeatures = field(default_factory=NoteFeatures)
     source: Literal["policy", "frontmatter", "command line"] = "policy"
-
-
-def _from_mapping(cls: Any, values: Mapping[str, Any], section: str) -> Any:
-    known = {f.name: f for f in fields(cls)}
-    out = {}
-    for key, value in values.items():
-        if key not in known:
-            raise ConfigError(f"[{section}] {key}: unknown key (known: {', '.join(sorted(known))})")
-        default = known[key].default
-        if isinstance(default, bool) or not isinstance(default, (int, float)) or isinstance(value, bool):
-            out[key] = value
-            continue
-        try:
-            out[key] = type(default)(value)
-        except (TypeError, ValueError):
-            raise ConfigError(f"[{section}] {key}: expected a number, got {value!r}") from None
-    return cls(**out)
 
 
 def _prose_chars(body: str) -> int:

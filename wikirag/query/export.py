@@ -17,7 +17,7 @@ from xml.sax.saxutils import escape
 from wikirag.errors import ExportRefused, StoreNotFound
 from wikirag.lightrag.engine import open_engine
 from wikirag.settings import WikiragConfig
-from wikirag.storage.backends import ledger_store
+from wikirag.storage.ledger_store import ledger_store
 
 SEP = "<SEP>"
 

@@ -21,8 +21,9 @@ from typing import Any
 from wikirag.errors import QueryFailed, StoreNotFound
 from wikirag.index.ledger import Ledger
 from wikirag.lightrag.engine import open_engine
+from wikirag.lightrag.query import query_param
 from wikirag.settings import STORE_DIRNAME, WikiragConfig
-from wikirag.storage.backends import ledger_store
+from wikirag.storage.ledger_store import ledger_store
 
 MODES = ("naive", "local", "global", "hybrid", "mix", "bypass")
 
@@ -191,8 +192,6 @@ async def query_store(
     if not use_llm:
         high, low = derive_keywords(question, Vocabulary.from_ledger(ledger))
 
-    from lightrag import QueryParam
-
     param_kwargs: dict[str, Any] = {"mode": mode}
     if top_k:
         param_kwargs["top_k"] = top_k
@@ -207,7 +206,7 @@ async def query_store(
     param_kwargs["stream"] = bool(use_llm and on_token)
     param_kwargs["include_references"] = True
     param_kwargs["enable_rerank"] = False  # no reranker is configured; LightRAG would warn per query
-    param = QueryParam(**param_kwargs)
+    param = query_param(**param_kwargs)
 
     async with contextlib.AsyncExitStack() as stack:
         if rag is None:

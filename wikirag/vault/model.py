@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from wikirag.errors import VaultNotFound
 from wikirag.markdown.parse import normalize_text, parse_note
@@ -482,3 +483,18 @@ def _discard(table: dict[str, set[str]], key: str, value: str) -> None:
         bucket.discard(value)
         if not bucket:
             del table[key]
+
+
+def read_note_files(vault: Any, paths: list[str]) -> dict[str, str]:
+    """The note files as a vanilla LightRAG user would insert them (frontmatter included)."""
+    out = {}
+    root = getattr(vault, "root", None)
+    for path in paths:
+        where = vault.abs_path(path) if hasattr(vault, "abs_path") else (
+            os.path.join(root, path) if root is not None else None)
+        try:
+            with open(where, encoding="utf-8", errors="replace", newline="") as fh:
+                out[path] = normalize_text(fh.read())
+        except (OSError, TypeError):
+            out[path] = vault.notes[path].body
+    return out

@@ -1,0 +1,64 @@
+"""The deterministic merge of fragments into LightRAG records: every entity and relation is derived from
+the fragments all current notes contribute, so an edit, a rename or a delete re-derives exactly the
+records it touches and the store always equals a fresh index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from wikirag.graph.records import UNRESOLVED_TYPE, EntityFragment, RelationFragment
+from wikirag.lightrag.ids import SEP
+
+
+def _unique(items: Iterable[str]) -> list[str]:
+    seen: dict[str, None] = {}
+    for item in items:
+        if item and item not in seen:
+            seen[item] = None
+    return list(seen)
+
+
+_TYPE_PRIORITY = {0: 0, 2: 1, 1: 2}  # fragment rank -> whose type wins
+
+
+def merge_entity(name: str, fragments: list[EntityFragment]) -> dict[str, Any]:
+    """The graph node for `name` from every fragment that mentions it, independent of input order."""
+    ordered = sorted(fragments, key=lambda f: (f.rank, f.file_path))
+    # Type priority: the note's own frontmatter/folder type, then an LLM's reading of the text, then
+    # what a link alone can say (unresolved, attachment).
+    typed = sorted((f for f in ordered if f.type), key=lambda f: (_TYPE_PRIORITY.get(f.rank, 3), f.file_path))
+    entity_type = typed[0].type if typed else "unknown"
+    descriptions = _unique(f.description for f in ordered)
+    if entity_type == UNRESOLVED_TYPE and descriptions:
+        descriptions = [f"{name} has no note in the vault yet; it is mentioned in: " + descriptions[0],
+                        *descriptions[1:]]
+    return {
+        "entity_id": name,
+        "entity_type": entity_type,
+        "description": "\n".join(descriptions) or name,
+        "source_id": SEP.join(sorted({c for f in ordered for c in f.chunk_ids})),
+        "file_path": SEP.join(sorted({f.file_path for f in ordered})),
+    }
+
+
+def relation_key(src: str, tgt: str) -> tuple[str, str]:
+    a, b = sorted((src, tgt))
+    return a, b
+
+
+def merge_relation(key: tuple[str, str], fragments: list[RelationFragment]) -> dict[str, Any]:
+    ordered = sorted(fragments, key=lambda f: (f.file_path, f.src))
+    chunk_ids = sorted({c for f in ordered for c in f.chunk_ids})
+    return {
+        "src_id": key[0],
+        "tgt_id": key[1],
+        "description": "\n".join(_unique(d for f in ordered for d in f.description.split("\n"))),
+        "keywords": ", ".join(_unique(k for f in ordered for k in f.keywords)) or "link",
+        "source_id": SEP.join(chunk_ids),
+        # LightRAG requires weight >= distinct source chunks; each link occurrence counts once.
+        "weight": float(max(len(chunk_ids), sum(f.occurrences for f in ordered), 1)),
+        "file_path": SEP.join(sorted({f.file_path for f in ordered})),
+    }
+

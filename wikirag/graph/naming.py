@@ -1,0 +1,49 @@
+"""Entity names for notes: a note's title (frontmatter `title`, else its file name), names for unresolved
+links and attachments, all normalised the way LightRAG normalises extracted names.
+"""
+
+from __future__ import annotations
+
+from wikirag.lightrag.ids import normalize_name
+from wikirag.models import ParsedNote, WikiLink
+
+
+def note_entity_names(notes: dict[str, ParsedNote]) -> dict[str, str]:
+    """One canonical entity name per note: its title, qualified by folder when titles collide.
+
+    Titles are compared case-insensitively after LightRAG's normalisation, because LightRAG would keep
+    "Enigma" and "enigma" apart while a reader (and Obsidian's resolver) treats them as one name.
+    """
+    base: dict[str, str] = {}
+    for path, note in notes.items():
+        title = note.title.strip() or note.name
+        base[path] = normalize_name(title) or normalize_name(f"Note {title}") or "Untitled note"
+    groups: dict[str, list[str]] = {}
+    for path, name in base.items():
+        groups.setdefault(name.casefold(), []).append(path)
+    names: dict[str, str] = {}
+    for paths in groups.values():
+        if len(paths) == 1:
+            names[paths[0]] = base[paths[0]]
+            continue
+        for path in paths:
+            folder = path.rsplit("/", 1)[0] if "/" in path else "/"
+            names[path] = f"{base[path]} ({folder})"
+        qualified = [names[p].casefold() for p in paths]
+        if len(set(qualified)) < len(qualified):  # same title, same folder, different case
+            for path in paths:
+                names[path] = f"{base[path]} ({path.removesuffix('.md')})"
+    return names
+
+
+def unresolved_name(link: WikiLink) -> str:
+    """The entity name for a link that points at no note: the last path part, without `.md`."""
+    target = link.target.rstrip("/").rsplit("/", 1)[-1]
+    if target.lower().endswith(".md"):
+        target = target[:-3]
+    return normalize_name(target) or normalize_name(f"Note {target}") or ""
+
+
+def attachment_name(path: str) -> str:
+    return normalize_name(path.rsplit("/", 1)[-1]) or path
+

@@ -1,0 +1,73 @@
+"""Anthropic's Messages API, with the `anthropic` SDK directly.
+
+LightRAG's Anthropic binding reports no usage and builds a client whose 2 retries cannot be switched off,
+so wikirag shapes the same request itself (system prompt apart, `max_tokens` defaulting to 8192) with
+`max_retries=0`, and reads usage from the response or the stream's events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from wikirag.llm.client import LLMClient
+
+_ANTHROPIC_MAX_TOKENS = 8192  # the SDK requires max_tokens; LightRAG's binding uses the same default
+
+
+async def send_anthropic(client: LLMClient, prompt: str, system_prompt: str | None,
+                         history: list[dict[str, Any]], stream: bool, tracker: Any, kwargs: dict[str, Any]) -> Any:
+    """One attempt on the Messages API with the SDK itself (no retries of its own)."""
+    from anthropic import AsyncAnthropic
+
+    sdk = AsyncAnthropic(api_key=client._api_key(), base_url=client.target.base_url,
+                         timeout=client.settings.timeout_s, max_retries=0)
+    # The Messages API takes the system prompt apart; a "system" turn in the history joins it.
+    systems = [system_prompt or ""] + [str(m.get("content", "")) for m in history if m.get("role") == "system"]
+    params: dict[str, Any] = {
+        "model": client.target.model,
+        "messages": [*(m for m in history if m.get("role") != "system"), {"role": "user", "content": prompt}],
+        "max_tokens": kwargs.get("max_tokens") or _ANTHROPIC_MAX_TOKENS,
+    }
+    if any(systems):
+        params["system"] = "\n\n".join(s for s in systems if s)
+    for key in ("temperature", "top_p", "top_k", "stop_sequences"):
+        if kwargs.get(key) is not None:
+            params[key] = kwargs[key]
+    # Anthropic has no JSON mode; LightRAG's keyword parser tolerates prose around the JSON.
+    if not stream:
+        try:
+            response = await sdk.messages.create(**params)
+        finally:
+            await sdk.close()
+        usage = getattr(response, "usage", None)
+        if usage is not None:
+            tracker.add_usage({"prompt_tokens": usage.input_tokens, "completion_tokens": usage.output_tokens})
+        return "".join(block.text for block in response.content if getattr(block, "type", "") == "text")
+    try:
+        events = await sdk.messages.create(**params, stream=True)
+    except BaseException:
+        await sdk.close()
+        raise
+    return _anthropic_stream(sdk, events, tracker)
+
+
+async def _anthropic_stream(sdk: Any, events: Any, tracker: Any) -> AsyncIterator[str]:
+    input_tokens = output_tokens = 0
+    seen = False
+    try:
+        async for event in events:
+            kind = getattr(event, "type", "")
+            if kind == "message_start":
+                usage = event.message.usage
+                input_tokens, output_tokens, seen = usage.input_tokens, usage.output_tokens, True
+            elif kind == "message_delta" and getattr(event, "usage", None) is not None:
+                output_tokens, seen = event.usage.output_tokens, True
+            elif kind == "content_block_delta" and getattr(event.delta, "text", None):
+                yield event.delta.text
+        if seen:
+            tracker.add_usage({"prompt_tokens": input_tokens, "completion_tokens": output_tokens})
+    finally:
+        await events.close()
+        await sdk.close()

@@ -1,0 +1,58 @@
+"""API keys never reach a message or a log line: patterns for key-like strings, the values of secret
+environment variables, and a logging filter on the loggers that print provider error bodies.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+
+_KEY_PATTERNS = [
+    re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}"),  # OpenAI sk-/sk-proj-, Anthropic sk-ant-
+    re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9_\-.=:/+]{8,}"),
+    re.compile(r"(?i)((?:x-api-key|api[_-]?key|authorization)[\"']?\s*[:=]\s*[\"']?)[^\s\"',}&]{8,}"),
+    re.compile(r"(?i)([?&](?:api[_-]?)?key=)[^&\s\"']+"),
+]
+
+
+_SECRET_ENV = re.compile(r"(?:API_KEY|_TOKEN|_SECRET|_SECRET_KEY|_ACCESS_KEY|_PASSWORD)$")
+
+
+def _secret_values() -> list[str]:
+    values = {v for k, v in os.environ.items() if _SECRET_ENV.search(k) and v and len(v) >= 8}
+    return sorted(values, key=len, reverse=True)  # longest first, so one key inside another goes whole
+
+
+def redact(text: str) -> str:
+    """`text` with API keys replaced by `[redacted]`: anything shaped like a key, and the literal values
+    of secret-looking environment variables (OPENAI_API_KEY, ANTHROPIC_API_KEY, *_TOKEN, ...)."""
+    text = str(text)
+    for value in _secret_values():
+        text = text.replace(value, "[redacted]")
+    for pattern in _KEY_PATTERNS:
+        text = pattern.sub(lambda m: (m.group(1) if m.re.groups else "") + "[redacted]", text)
+    return text
+
+
+class _RedactingFilter(logging.Filter):
+    """Redacts LightRAG's own log lines (its bindings log provider error bodies verbatim) and httpx's
+    request lines (a URL may carry a key). Logger filters see only their own logger's records."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        cleaned = redact(message)
+        if cleaned != message:
+            record.msg, record.args = cleaned, None
+        return True
+
+
+_FILTER = _RedactingFilter()
+
+
+def _install_log_redaction() -> None:
+    for name in ("lightrag", "httpx", "httpx2"):
+        logger = logging.getLogger(name)
+        if _FILTER not in logger.filters:
+            logger.addFilter(_FILTER)
+

@@ -1,0 +1,64 @@
+"""File-system helpers for the store folder: atomic writes, and the by-name list of files wikirag and
+LightRAG write there (all that `--rebuild` may delete).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import os
+import tempfile
+from pathlib import Path
+
+LEDGER_FILENAME = "wikirag_ledger.json"
+
+
+LOCK_FILENAME = "wikirag.lock"
+
+
+# What a store folder may hold that wikirag or LightRAG wrote, by name: LightRAG's KV, vector and graph files,
+# wikirag's own JSON files, and the temp files of interrupted atomic writes. `--rebuild` deletes these and
+# nothing else, so a store pointed at the wrong folder can never take a user's file with it.
+STORE_FILE_PATTERNS = (
+    "kv_store_*.json", "vdb_*.json", "graph_chunk_entity_relation.graphml", "wikirag_*.json",
+    ".kv_store_*.tmp", ".vdb_*.tmp", ".wikirag_*.tmp",
+)
+
+
+def is_store_file(path: Path) -> bool:
+    return path.is_file() and not path.is_symlink() and any(fnmatch.fnmatchcase(path.name, p)
+                                                           for p in STORE_FILE_PATTERNS)
+
+
+def wipe_store_files(workspace_dir: Path) -> list[Path]:
+    """Delete the files wikirag and LightRAG keep in a workspace folder; return what else is there (kept)."""
+    kept = []
+    if not workspace_dir.is_dir():
+        return kept
+    for child in sorted(workspace_dir.iterdir()):
+        if is_store_file(child):
+            child.unlink()
+        elif child.name != LOCK_FILENAME:
+            kept.append(child)
+    return kept
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write a file so that readers and crashes only ever see the old or the new whole content."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    with contextlib.suppress(OSError):  # make the rename itself durable (POSIX; not possible on Windows)
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+

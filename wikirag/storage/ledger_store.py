@@ -1,0 +1,202 @@
+"""Where the ledger document lives, beside the data: a JSON file in the workspace folder, or rows in the
+index's own PostgreSQL database. Both replace the whole document atomically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Protocol
+
+from wikirag.errors import WikiragError
+from wikirag.storage.fs import LEDGER_FILENAME, atomic_write_text
+from wikirag.storage.postgres import connect
+from wikirag.storage.settings import StorageSettings
+
+
+class LedgerStore(Protocol):
+    """Where wikirag's ledger document lives. `save` replaces it whole and atomically: a reader or a crash
+    sees the old or the new document, never a mix."""
+
+    location: str  # for messages: a file path, or user@host:port/database#workspace
+
+    def exists(self) -> bool: ...
+
+    def load(self) -> dict | None: ...
+
+    def save(self, data: dict) -> None: ...
+
+    def delete(self) -> None: ...
+
+
+class FileLedgerStore:
+    """The ledger as `wikirag_ledger.json` in the workspace folder: temp file, fsync, rename."""
+
+    def __init__(self, workspace_dir: Path) -> None:
+        self.path = Path(workspace_dir) / LEDGER_FILENAME
+        self.location = str(self.path)
+
+    def exists(self) -> bool:
+        return self.path.exists()
+
+    def load(self) -> dict | None:
+        if not self.path.exists():
+            return None
+        return json.loads(self.path.read_text(encoding="utf-8"))
+
+    def save(self, data: dict) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(self.path, json.dumps(data, ensure_ascii=False))
+
+    def delete(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+_LEDGER_DDL = """
+CREATE TABLE IF NOT EXISTS wikirag_ledger (
+    workspace  text PRIMARY KEY,
+    data       jsonb NOT NULL,
+    revision   bigint NOT NULL DEFAULT 1,
+    updated_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS wikirag_ledger_notes (
+    workspace  text NOT NULL REFERENCES wikirag_ledger (workspace) ON DELETE CASCADE,
+    path       text NOT NULL,
+    digest     text NOT NULL,  -- sha1 of the entry's canonical JSON: what save compares
+    entry      jsonb NOT NULL,
+    PRIMARY KEY (workspace, path)
+);
+"""
+
+
+class LedgerConflict(WikiragError):
+    """The ledger in the database changed since this process read it (another writer)."""
+
+
+class PostgresLedgerStore:
+    """The ledger in the index's own database: a head row per workspace in `wikirag_ledger` (everything
+    but the notes, with a revision number) and one `wikirag_ledger_notes` row per note.
+
+    `save` writes, in one transaction, only the notes whose digest differs from the last document this
+    object loaded or saved, and bumps the revision; a revision that moved underneath (a writer that did not hold
+    the lock) raises LedgerConflict and changes nothing. Either the whole new document is committed or
+    none of it, like the file's rename. The document's `notes` key maps note path -> entry dict."""
+
+    def __init__(self, settings: StorageSettings, workspace: str) -> None:
+        self.settings, self.workspace = settings, workspace
+        self.location = f"{settings.target}#{workspace}"
+        self._known: dict[str, str] | None = None  # digest of each note last loaded or saved, by path
+        self._revision: int | None = None
+
+    def exists(self) -> bool:
+        with connect(self.settings) as conn:
+            return _ledger_tables_exist(conn) and conn.execute(
+                "SELECT 1 FROM wikirag_ledger WHERE workspace = %s", (self.workspace,)).fetchone() is not None
+
+    def load(self) -> dict | None:
+        """The document, or None when this workspace has none (reading creates no table)."""
+        with connect(self.settings) as conn:
+            head = None
+            if _ledger_tables_exist(conn):
+                head = conn.execute("SELECT data, revision FROM wikirag_ledger WHERE workspace = %s",
+                                    (self.workspace,)).fetchone()
+            if head is None:
+                self._known, self._revision = {}, 0
+                return None
+            rows = conn.execute('SELECT path, digest, entry FROM wikirag_ledger_notes WHERE workspace = %s '
+                                'ORDER BY path COLLATE "C"', (self.workspace,)).fetchall()
+        data, self._revision = dict(head[0]), head[1]
+        data["notes"] = {path: entry for path, _, entry in rows}
+        self._known = {path: digest for path, digest, _ in rows}
+        return data
+
+    def save(self, data: dict) -> None:
+        from psycopg.types.json import Jsonb
+
+        notes = data.get("notes", {})
+        head = {k: v for k, v in data.items() if k != "notes"}
+        encoded = {p: _encode(e) for p, e in notes.items()}
+        known = self._known
+        with connect(self.settings) as conn, conn.transaction():
+            _ensure_ledger_tables(conn)
+            row = conn.execute("SELECT revision FROM wikirag_ledger WHERE workspace = %s FOR UPDATE",
+                               (self.workspace,)).fetchone()
+            current = row[0] if row else 0
+            if known is None or current != self._revision:
+                if known is not None:
+                    raise LedgerConflict(f"{self.location}: the ledger changed since this run read it "
+                                         "(another wikirag wrote this workspace); run the command again")
+                known = None  # never loaded: rewrite every note
+            conn.execute("INSERT INTO wikirag_ledger (workspace, data, revision) VALUES (%s, %s, 1) "
+                         "ON CONFLICT (workspace) DO UPDATE SET data = EXCLUDED.data, "
+                         "revision = wikirag_ledger.revision + 1, updated_at = now()",
+                         (self.workspace, Jsonb(head)))
+            if known is None:
+                conn.execute("DELETE FROM wikirag_ledger_notes WHERE workspace = %s", (self.workspace,))
+                known = {}
+            gone = [p for p in known if p not in notes]
+            changed = [(self.workspace, p, digest, text) for p, (digest, text) in encoded.items()
+                       if known.get(p) != digest]
+            if gone:
+                conn.execute("DELETE FROM wikirag_ledger_notes WHERE workspace = %s AND path = ANY(%s)",
+                             (self.workspace, gone))
+            if changed:
+                with conn.cursor() as cur:
+                    cur.executemany("INSERT INTO wikirag_ledger_notes (workspace, path, digest, entry) "
+                                    "VALUES (%s, %s, %s, %s::jsonb) ON CONFLICT (workspace, path) "
+                                    "DO UPDATE SET digest = EXCLUDED.digest, entry = EXCLUDED.entry", changed)
+        self._revision = current + 1
+        self._known = {p: digest for p, (digest, _) in encoded.items()}
+
+    def delete(self) -> None:
+        with connect(self.settings) as conn, conn.transaction():
+            if _ledger_tables_exist(conn):
+                conn.execute("DELETE FROM wikirag_ledger WHERE workspace = %s", (self.workspace,))
+        self._known, self._revision = {}, 0
+
+
+def _encode(entry: Any) -> tuple[str, str]:
+    text = json.dumps(entry, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha1(text.encode("utf-8")).hexdigest(), text
+
+
+def _ledger_tables_exist(conn: Any) -> bool:
+    return conn.execute("SELECT to_regclass('wikirag_ledger') IS NOT NULL "
+                        "AND to_regclass('wikirag_ledger_notes') IS NOT NULL").fetchone()[0]
+
+
+def _ensure_ledger_tables(conn: Any) -> None:
+    if not _ledger_tables_exist(conn):
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext('wikirag:schema'))")
+            conn.execute(_LEDGER_DDL)
+
+
+def ledger_store(settings: StorageSettings, workspace_dir: Path, workspace: str) -> LedgerStore:
+    """The ledger beside the data: in PostgreSQL when any storage is there, else the workspace folder.
+    (With only other servers, e.g. Neo4j + Qdrant, the ledger stays a local file: one indexing machine.)"""
+    if settings.uses_postgres:
+        return PostgresLedgerStore(settings, workspace)
+    return FileLedgerStore(workspace_dir)
+
+
+def drop_workspace(settings: StorageSettings, workspace: str) -> int:
+    """Delete every row of `workspace` from LightRAG's and wikirag's tables (for `index --rebuild`), in one
+    transaction; other workspaces are untouched. Covers vector tables of every embedding model. Returns
+    the number of rows deleted."""
+    with connect(settings) as conn, conn.transaction():
+        tables = [r[0] for r in conn.execute(
+            "SELECT c.table_name FROM information_schema.columns c JOIN information_schema.tables t "
+            "ON t.table_schema = c.table_schema AND t.table_name = c.table_name "
+            "WHERE c.table_schema = current_schema() AND c.column_name = 'workspace' "
+            "AND t.table_type = 'BASE TABLE' "
+            "AND (c.table_name LIKE 'lightrag\\_%%' OR c.table_name LIKE 'wikirag\\_ledger%%') "
+            "ORDER BY (c.table_name = 'lightrag_graph_nodes'), (c.table_name = 'wikirag_ledger'), c.table_name"
+        ).fetchall()]
+        deleted = 0
+        for table in tables:
+            cur = conn.execute(f'DELETE FROM "{table}" WHERE workspace = %s', (workspace,))
+            deleted += cur.rowcount
+    return deleted
+

@@ -1,0 +1,183 @@
+"""The PostgreSQL connection wikirag opens itself (ledger, lock, doctor): connecting with the configured
+settings, one-line explanations of connection failures, and doctor's storage checks. Passwords never reach a
+message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Any
+
+from wikirag.errors import ConfigError, WikiragError
+from wikirag.storage.settings import _CONNECT_TIMEOUT_S, REQUIREMENTS, StorageSettings, _family, missing_packages
+
+
+class StorageUnreachable(WikiragError):
+    """The storage server cannot be reached or refuses us; the message says why in plain words."""
+
+
+def connect(settings: StorageSettings, *, autocommit: bool = False) -> Any:
+    """A psycopg connection with the same settings LightRAG's pool uses (and no ~/.pgpass, which LightRAG's
+    pool cannot read either). Raises StorageUnreachable with a plain-words reason."""
+    try:
+        import psycopg
+    except ImportError:
+        raise ConfigError("PostgreSQL storage needs wikirag's postgres extra: pip install 'wikirag[postgres]'") \
+            from None
+    params: dict[str, Any] = {
+        "host": settings.host, "port": settings.port, "user": settings.user, "dbname": settings.database,
+        "password": settings.password, "connect_timeout": _CONNECT_TIMEOUT_S, "application_name": "wikirag",
+        "passfile": os.path.join(os.devnull, "none"),  # a path that cannot exist: ~/.pgpass is not read
+    }
+    if settings.sslmode:
+        params["sslmode"] = settings.sslmode
+    try:
+        return psycopg.connect(autocommit=autocommit, **params)
+    except psycopg.OperationalError as exc:
+        raise StorageUnreachable(explain_connect_error(settings, exc)) from None
+
+
+def explain_connect_error(settings: StorageSettings, exc: BaseException) -> str:
+    """One line a person can act on, from a driver's connection error. Never includes the password."""
+    where = f"PostgreSQL at {settings.host}:{settings.port}"
+    state = getattr(exc, "sqlstate", None) or ""
+    text = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+    low = str(exc).lower()
+    if state == "28P01" or "password authentication failed" in low:
+        how = (f"the password from {settings.password_source} was not accepted" if settings.password_source
+               else "no password is set (WIKIRAG_POSTGRES_PASSWORD)")
+        return f"{where} refused user {settings.user!r}: {how}, or the user does not exist"
+    if "no password supplied" in low or "password is required" in low:
+        return f"{where} wants a password for {settings.user!r}: set WIKIRAG_POSTGRES_PASSWORD"
+    if state == "3D000" or ("database" in low and "does not exist" in low):
+        return (f"{where} has no database {settings.database!r}: create it (createdb {settings.database}) "
+                "or set [storage] database")
+    if "role" in low and "does not exist" in low:
+        return f"{where} has no user {settings.user!r}: create it or set [storage] user"
+    if state == "28000" or "no pg_hba.conf entry" in low:
+        return f"{where} does not allow {settings.user!r} to connect from here (pg_hba.conf): {text}"
+    refused = isinstance(exc, ConnectionRefusedError) or "connection refused" in low or "connect call failed" in low
+    if refused or ("no such file or directory" in low and settings.host.startswith("/")):
+        return f"{where} refused the connection: is the server running, and are host and port right?"
+    if "could not translate host name" in low or "name or service not known" in low:
+        return f"{where}: unknown host name {settings.host!r}"
+    if "timeout" in low or "timed out" in low:
+        return f"{where} did not answer within {_CONNECT_TIMEOUT_S} s (firewall, wrong host or port?)"
+    if "ssl" in low:
+        return f"{where}: SSL problem with sslmode={settings.sslmode or 'prefer'}: {text}"
+    return f"{where}: cannot connect: {text}"
+
+
+def storage_unreachable(settings: StorageSettings, exc: BaseException) -> StorageUnreachable | None:
+    """For an error out of LightRAG's `initialize_storages()`: a StorageUnreachable in plain words when it is
+    a connection or login failure (asyncpg or socket), else None (re-raise the original)."""
+    state = str(getattr(exc, "sqlstate", "") or "")
+    connection = isinstance(exc, (OSError, ConnectionError, TimeoutError)) or state[:2] in {"08", "28", "3D"}
+    if not connection:
+        with contextlib.suppress(ImportError):
+            import asyncpg
+
+            connection = isinstance(exc, (asyncpg.PostgresConnectionError, asyncpg.InterfaceError,
+                                          asyncpg.InvalidAuthorizationSpecificationError,
+                                          asyncpg.InvalidCatalogNameError))
+    return StorageUnreachable(explain_connect_error(settings, exc)) if connection else None
+
+
+StorageCheck = tuple[str, str, str]  # (name, status: ok | warn | fail | skip, detail)
+
+
+def check_storage(settings: StorageSettings, workspace: str | None = None) -> list[StorageCheck]:
+    """Doctor checks for the configured storages, in plain words; no check shows a secret."""
+    checks: list[StorageCheck] = [("storage", "ok", ", ".join(f"{r}={c}" for r, c in settings.classes.items()))]
+    missing = missing_packages(settings)
+    if missing:
+        checks.append(("packages", "fail", f"missing {', '.join(missing)}: pip install {' '.join(missing)}"))
+    servers = sorted({c for c in settings.classes.values() if _family(c) not in {"file", "PG", "Faiss"}})
+    for name in servers:
+        env_vars = REQUIREMENTS[_family(name)][2]
+        unset = [v for v in env_vars if v not in os.environ]
+        if unset:
+            checks.append((name, "fail", f"set {', '.join(unset)} in the environment (read by LightRAG)"))
+        else:
+            checks.append((name, "ok", f"{', '.join(env_vars)} set; the connection is checked when used"))
+    if not settings.uses_postgres:
+        if servers:
+            checks.append(("ledger", "warn", "no PostgreSQL storage: the ledger and the writer lock stay local "
+                                             "files, so only this machine may index this workspace"))
+        return checks
+    if "psycopg[binary]" in missing:
+        return checks
+    return checks + _check_postgres(settings, workspace)
+
+
+def _check_postgres(settings: StorageSettings, workspace: str | None) -> list[StorageCheck]:
+    checks: list[StorageCheck] = []
+    try:
+        conn = connect(settings, autocommit=True)
+    except (StorageUnreachable, ConfigError) as exc:
+        return [("postgres", "fail", str(exc))]
+    with conn:
+        version_num = int(conn.execute("SHOW server_version_num").fetchone()[0])
+        version = conn.execute("SHOW server_version").fetchone()[0]
+        ssl = conn.pgconn.ssl_in_use
+        checks.append(("postgres", "ok" if version_num >= 130000 else "warn",
+                       f"PostgreSQL {version} at {settings.target} ({'SSL' if ssl else 'no SSL'})"
+                       + ("" if version_num >= 130000 else "; versions before 13 are untested")))
+        if settings.vector == "PGVectorStorage":
+            checks.append(_check_vector(conn, settings))
+        checks.append(_check_create_table(conn, settings))
+        if workspace:
+            row = None
+            if conn.execute("SELECT to_regclass('wikirag_ledger_notes') IS NOT NULL").fetchone()[0]:
+                row = conn.execute(
+                    "SELECT (SELECT count(*) FROM wikirag_ledger_notes n WHERE n.workspace = l.workspace), "
+                    "l.updated_at FROM wikirag_ledger l WHERE l.workspace = %s", (workspace,)).fetchone()
+            if row:
+                checks.append(("ledger", "ok", f"workspace {workspace!r}: {row[0]} notes, last written "
+                                               f"{row[1]:%Y-%m-%d %H:%M %Z}"))
+            else:
+                checks.append(("ledger", "warn", f"workspace {workspace!r} has no index in {settings.database} yet"))
+    return checks
+
+
+def _check_vector(conn: Any, settings: StorageSettings) -> StorageCheck:
+    row = conn.execute("SELECT default_version, installed_version FROM pg_available_extensions "
+                       "WHERE name = 'vector'").fetchone()
+    if row is None:
+        return ("pgvector", "fail", f"the server at {settings.host} has no pgvector extension; install it there "
+                                    "(e.g. the postgresql-NN-pgvector package or a pgvector image), or choose "
+                                    "another vector storage")
+    if row[1]:
+        return ("pgvector", "ok", f"vector {row[1]} installed in {settings.database}")
+    try:
+        with conn.transaction():  # CREATE EXTENSION is transactional: try it, then roll back
+            conn.execute("CREATE EXTENSION vector")
+            raise _Rollback
+    except _Rollback:
+        return ("pgvector", "ok", f"vector {row[0]} available; created in {settings.database} on first index")
+    except Exception:
+        return ("pgvector", "fail", f"vector {row[0]} is available but not installed in {settings.database}, and "
+                                    f"{settings.user!r} may not install it: ask an administrator to run "
+                                    f"CREATE EXTENSION vector; in {settings.database}")
+
+
+def _check_create_table(conn: Any, settings: StorageSettings) -> StorageCheck:
+    try:
+        with conn.transaction():
+            conn.execute("CREATE TABLE wikirag_doctor_probe (x int)")
+            raise _Rollback
+    except _Rollback:
+        return ("tables", "ok", f"{settings.user!r} may create tables in {settings.database}")
+    except Exception as exc:
+        exists = conn.execute("SELECT to_regclass('lightrag_doc_chunks') IS NOT NULL").fetchone()[0]
+        if exists:
+            return ("tables", "warn", f"{settings.user!r} may not create tables, but LightRAG's exist already; "
+                                      "a new embedding model needs new vector tables")
+        return ("tables", "fail", f"{settings.user!r} may not create tables in {settings.database} "
+                                  f"({str(exc).splitlines()[0]}): GRANT CREATE ON SCHEMA public TO {settings.user}")
+
+
+class _Rollback(Exception):
+    """Raised inside a probe transaction to undo it."""
+

@@ -1,0 +1,256 @@
+"""Where the index lives: `[storage]` settings (file, postgres, or custom LightRAG storage classes), the
+server settings LightRAG's storages read, DSN parsing, and which driver packages each backend needs. No
+secrets are kept in these settings: passwords come from the environment.
+"""
+
+from __future__ import annotations
+
+import os
+import urllib.parse
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from wikirag.errors import ConfigError
+
+ROLES = ("kv", "vector", "graph", "doc_status")
+
+
+ROLE_KWARGS = {"kv": "kv_storage", "vector": "vector_storage", "graph": "graph_storage",
+               "doc_status": "doc_status_storage"}
+
+
+# Short names per role; a full LightRAG class name is accepted too.
+ALIASES: dict[str, dict[str, str]] = {
+    "kv": {"json": "JsonKVStorage", "file": "JsonKVStorage", "postgres": "PGKVStorage", "redis": "RedisKVStorage",
+           "mongo": "MongoKVStorage", "opensearch": "OpenSearchKVStorage"},
+    "vector": {"nano": "NanoVectorDBStorage", "file": "NanoVectorDBStorage", "postgres": "PGVectorStorage",
+               "qdrant": "QdrantVectorDBStorage", "milvus": "MilvusVectorDBStorage", "mongo": "MongoVectorDBStorage",
+               "faiss": "FaissVectorDBStorage", "opensearch": "OpenSearchVectorDBStorage"},
+    "graph": {"networkx": "NetworkXStorage", "file": "NetworkXStorage", "postgres": "PGTableGraphStorage",
+              "neo4j": "Neo4JStorage", "mongo": "MongoGraphStorage", "memgraph": "MemgraphStorage",
+              "opensearch": "OpenSearchGraphStorage"},
+    "doc_status": {"json": "JsonDocStatusStorage", "file": "JsonDocStatusStorage", "postgres": "PGDocStatusStorage",
+                   "redis": "RedisDocStatusStorage", "mongo": "MongoDocStatusStorage",
+                   "opensearch": "OpenSearchDocStatusStorage"},
+}
+
+
+# PGGraphStorage (Apache AGE) is accepted by class name but not offered: PGTableGraphStorage needs no extension.
+EXTRA_CLASSES = {"graph": {"PGGraphStorage"}}
+
+
+PRESETS = {"file": {r: ALIASES[r]["file"] for r in ROLES}, "postgres": {r: ALIASES[r]["postgres"] for r in ROLES}}
+
+
+BACKENDS = ("file", "postgres", "custom")
+
+
+# Pass-through backends: the Python package LightRAG's module needs (it pip-installs a missing one at import
+# time, so we check first) and the env vars it reads (lightrag/kg/__init__.py STORAGE_ENV_REQUIREMENTS).
+REQUIREMENTS: dict[str, tuple[str, str, tuple[str, ...]]] = {  # family -> (import name, pip name, env vars)
+    "PG": ("asyncpg", "asyncpg", ()),
+    "PGVector": ("pgvector", "pgvector", ()),  # registered on every pool connection (postgres_impl initdb)
+    "Redis": ("redis", "redis", ("REDIS_URI",)),
+    "Mongo": ("pymongo", "pymongo", ("MONGO_URI", "MONGO_DATABASE")),
+    "Neo4J": ("neo4j", "neo4j", ("NEO4J_URI", "NEO4J_USERNAME", "NEO4J_PASSWORD")),
+    "Memgraph": ("neo4j", "neo4j", ("MEMGRAPH_URI",)),
+    "Qdrant": ("qdrant_client", "qdrant-client", ("QDRANT_URL",)),
+    "Milvus": ("pymilvus", "pymilvus", ("MILVUS_URI", "MILVUS_DB_NAME")),
+    "OpenSearch": ("opensearchpy", "opensearch-py", ("OPENSEARCH_HOSTS",)),
+    "Faiss": ("faiss", "faiss-cpu", ()),  # local files, but LightRAG imports faiss without installing it
+}
+
+
+# Env vars with which a LightRAG server storage replaces the workspace it was given.
+WORKSPACE_OVERRIDES = ("POSTGRES_WORKSPACE", "NEO4J_WORKSPACE", "MEMGRAPH_WORKSPACE", "QDRANT_WORKSPACE",
+                       "MILVUS_WORKSPACE", "MONGODB_WORKSPACE", "REDIS_WORKSPACE", "OPENSEARCH_WORKSPACE")
+
+
+PASSWORD_VARS = ("WIKIRAG_POSTGRES_PASSWORD", "POSTGRES_PASSWORD", "PGPASSWORD")
+
+
+DSN_VAR = "WIKIRAG_POSTGRES_DSN"
+
+
+SSLMODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
+
+
+_SECRET_KEYS = {"password", "dsn", "url", "uri", "passwd"}
+
+
+_CONNECT_TIMEOUT_S = 10
+
+
+@dataclass(frozen=True)
+class StorageSettings:
+    # Preset: "file" (LightRAG's JSON/NanoVectorDB/NetworkX files), "postgres" (PGKVStorage, PGVectorStorage,
+    # PGTableGraphStorage, PGDocStatusStorage) or "custom" (file classes unless a role names another).
+    backend: str = "file"
+    kv: str = PRESETS["file"]["kv"]
+    vector: str = PRESETS["file"]["vector"]
+    graph: str = PRESETS["file"]["graph"]
+    doc_status: str = PRESETS["file"]["doc_status"]
+    # PostgreSQL connection (host may be a Unix socket folder). The password is never a setting: it comes
+    # from WIKIRAG_POSTGRES_PASSWORD, POSTGRES_PASSWORD, PGPASSWORD or the DSN in WIKIRAG_POSTGRES_DSN.
+    host: str = "localhost"
+    port: int = 5432
+    user: str = "postgres"
+    database: str = "postgres"
+    sslmode: str = ""  # libpq's sslmode; "" leaves PGSSLMODE (default prefer over TCP)
+    max_connections: int = 10  # LightRAG's pool size (its own default, 50, is meant for a server)
+    connection_retries: int = 3  # LightRAG's default of 10 with 3-30 s backoff takes minutes to give up
+    password: str = field(default="", repr=False, compare=False)
+    password_source: str = field(default="", compare=False)  # the env var it came from, for doctor
+
+    @classmethod
+    def from_mapping(cls, mapping: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None,
+                     overrides: Mapping[str, Any] | None = None) -> StorageSettings:
+        """Settings from `[storage]`, then env, then flags. Precedence, lowest first: defaults, LightRAG's
+        own `POSTGRES_HOST/PORT/USER/DATABASE`, the toml section, `WIKIRAG_POSTGRES_DSN`,
+        `WIKIRAG_STORAGE_<KEY>`, `overrides` (None values mean "flag not given")."""
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for key, var in (("host", "POSTGRES_HOST"), ("port", "POSTGRES_PORT"), ("user", "POSTGRES_USER"),
+                         ("database", "POSTGRES_DATABASE")):
+            if env.get(var):
+                values[key] = env[var]
+        section = dict(mapping or {})
+        secret = sorted(k for k in section if k.lower() in _SECRET_KEYS)
+        if secret:
+            raise ConfigError(f"[storage] {secret[0]}: secrets never go in wikirag.toml; set "
+                              f"WIKIRAG_POSTGRES_PASSWORD (or a DSN in {DSN_VAR}) in the environment")
+        values.update(_known(section, "wikirag.toml [storage]"))
+        dsn_password = None
+        if env.get(DSN_VAR):
+            dsn_values, dsn_password = parse_dsn(env[DSN_VAR])
+            values.update(dsn_values)
+        for f in fields(cls):
+            var = f"WIKIRAG_STORAGE_{f.name.upper()}"
+            if f.name not in {"password", "password_source"} and env.get(var):
+                values[f.name] = env[var]
+        values.update(_known({k: v for k, v in (overrides or {}).items() if v is not None}, "command line"))
+        settings = _build(values)
+        # WIKIRAG_POSTGRES_PASSWORD, then the DSN's, then LightRAG's and libpq's usual variables.
+        candidates = [(env.get(PASSWORD_VARS[0]), PASSWORD_VARS[0]), (dsn_password, DSN_VAR),
+                      *((env.get(var), var) for var in PASSWORD_VARS[1:])]
+        for password, source in candidates:
+            if password:
+                return replace(settings, password=password, password_source=source)
+        return settings
+
+    @property
+    def classes(self) -> dict[str, str]:
+        return {role: getattr(self, role) for role in ROLES}
+
+    @property
+    def uses_postgres(self) -> bool:
+        return any(_family(c) == "PG" for c in self.classes.values())
+
+    @property
+    def is_file(self) -> bool:
+        return self.classes == PRESETS["file"]
+
+    @property
+    def target(self) -> str:
+        """Where PostgreSQL data lives, for messages: user@host:port/database (no password)."""
+        return f"{self.user}@{self.host}:{self.port}/{self.database}"
+
+    def describe(self) -> dict[str, Any]:
+        """Everything a user may see (for `--json` and doctor): no password, only where it came from."""
+        out: dict[str, Any] = {"backend": self.backend, **self.classes}
+        if self.uses_postgres:
+            out.update(host=self.host, port=self.port, user=self.user, database=self.database,
+                       sslmode=self.sslmode or None, password_from=self.password_source or None)
+        return out
+
+
+def _known(values: Mapping[str, Any], origin: str) -> dict[str, Any]:
+    allowed = {f.name for f in fields(StorageSettings)} - {"password", "password_source"}
+    unknown = sorted(set(values) - allowed)
+    if unknown:
+        raise ConfigError(f"{origin}: unknown key [storage] {unknown[0]}")
+    return dict(values)
+
+
+def _build(values: dict[str, Any]) -> StorageSettings:
+    backend = str(values.get("backend", "file")).strip().lower()
+    if backend not in BACKENDS:
+        raise ConfigError(f"[storage] backend {backend!r}: use one of {', '.join(BACKENDS)}")
+    classes = dict(PRESETS["postgres" if backend == "postgres" else "file"])
+    for role in ROLES:
+        if values.get(role):
+            classes[role] = resolve_class(role, str(values[role]))
+    if backend != "custom" and classes != PRESETS[backend]:
+        backend = "custom"
+    numbers = {}
+    for key in ("port", "max_connections", "connection_retries"):
+        if key in values:
+            try:
+                numbers[key] = int(values[key])
+            except (TypeError, ValueError):
+                raise ConfigError(f"[storage] {key}: expected a whole number, got {values[key]!r}") from None
+    sslmode = str(values.get("sslmode", "") or "").strip().lower()
+    if sslmode and sslmode not in SSLMODES:
+        raise ConfigError(f"[storage] sslmode {sslmode!r}: use one of {', '.join(SSLMODES)}")
+    text = {k: str(values[k]) for k in ("host", "user", "database") if values.get(k)}
+    return StorageSettings(backend=backend, **classes, **text, **numbers, sslmode=sslmode)
+
+
+def resolve_class(role: str, name: str) -> str:
+    """A LightRAG storage class for `role` from a short name ("postgres", "neo4j") or a class name."""
+    aliases = ALIASES[role]
+    if name.lower() in aliases:
+        return aliases[name.lower()]
+    if name in aliases.values() or name in EXTRA_CLASSES.get(role, set()):
+        return name
+    raise ConfigError(f"[storage] {role} = {name!r}: use one of {', '.join(sorted(set(aliases)))} "
+                      f"or a LightRAG class ({', '.join(sorted(set(aliases.values())))})")
+
+
+def _family(class_name: str) -> str:
+    for family in REQUIREMENTS:
+        if family != "PGVector" and class_name.startswith(family):
+            return family
+    return "file"
+
+
+def missing_packages(settings: StorageSettings) -> list[str]:
+    """pip names of the drivers these storages need and this Python lacks. LightRAG's modules would
+    pip-install them at import time; we say so instead."""
+    import importlib.util
+
+    families = {_family(c) for c in settings.classes.values()} - {"file"}
+    if settings.vector == "PGVectorStorage":
+        families.add("PGVector")
+    if "PG" in families:
+        families.add("psycopg")
+    needed = [("psycopg", "psycopg[binary]") if f == "psycopg" else REQUIREMENTS[f][:2] for f in sorted(families)]
+    return sorted({pip for module, pip in needed if importlib.util.find_spec(module) is None})
+
+
+def parse_dsn(dsn: str) -> tuple[dict[str, Any], str | None]:
+    """`postgresql://user:password@host:port/database?sslmode=...&host=/socket/dir` -> (settings, password)."""
+    parts = urllib.parse.urlsplit(dsn)
+    if parts.scheme not in {"postgres", "postgresql"}:
+        raise ConfigError(f"{DSN_VAR}: expected postgresql://user:password@host:port/database")
+    try:
+        port = parts.port
+    except ValueError:
+        raise ConfigError(f"{DSN_VAR}: the port is not a number") from None
+    query = dict(urllib.parse.parse_qsl(parts.query))
+    values: dict[str, Any] = {}
+    host = urllib.parse.unquote(parts.hostname or "") or query.get("host", "")
+    if host:
+        values["host"] = host
+    if port:
+        values["port"] = port
+    if parts.username:
+        values["user"] = urllib.parse.unquote(parts.username)
+    if parts.path.strip("/"):
+        values["database"] = urllib.parse.unquote(parts.path.strip("/"))
+    if query.get("sslmode"):
+        values["sslmode"] = query["sslmode"]
+    password = urllib.parse.unquote(parts.password) if parts.password else query.get("password")
+    return values, password
+
