@@ -104,7 +104,8 @@ def generate(count: int, root: Path, seed: int = 7) -> int:
 
 def run(vault_root: Path, model: str) -> dict:
     from wikirag.lightrag.tokens import get_encoding
-    from wikirag.plan.cost import CostSettings, estimate_vault, prompt_sizes
+    from wikirag.plan.cost import estimate_vault
+    from wikirag.plan.cost_settings import CostSettings, prompt_sizes
     from wikirag.plan.routing import route_vault
     from wikirag.settings import RouteSettings
     from wikirag.vault.model import Vault
@@ -150,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.prompt_sizes:
         from dataclasses import asdict
 
-        from wikirag.plan.cost import CostSettings, prompt_sizes
+        from wikirag.plan.cost_settings import CostSettings, prompt_sizes
 
         print(json.dumps(asdict(prompt_sizes(CostSettings(model=args.model))), indent=2))
         return 0

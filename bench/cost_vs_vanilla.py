@@ -27,11 +27,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.fakes import FakeLLM, fake_embedding_func  # noqa: E402
 from wikirag.graph.naming import note_entity_names
-from wikirag.index.run import run_index  # noqa: E402
+from wikirag.index.run import run_index
 from wikirag.lightrag.guard import import_lightrag  # noqa: E402
 from wikirag.lightrag.tokens import lightrag_tokenizer  # noqa: E402
 from wikirag.settings import load_config  # noqa: E402
-from wikirag.vault.model import Vault  # noqa: E402
+from wikirag.vault.model import Vault
 
 TOPICS = ["Cipher", "Rotor", "Codebook", "Station", "Machine", "Signal", "Protocol", "Network", "Archive", "Bureau"]
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from wikirag.index.run import run_index  # noqa: E402
+from wikirag.index.run import run_index
 from wikirag.settings import load_config  # noqa: E402
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from wikirag.index.ledger import Ledger  # noqa: E402
-from wikirag.index.run import run_index, store_exists  # noqa: E402
+from wikirag.index.run import run_index, store_exists
 from wikirag.lightrag.engine import open_engine  # noqa: E402
 from wikirag.query.retrieve import query_store  # noqa: E402
 from wikirag.settings import load_config  # noqa: E402

@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from wikirag.vault.model import Vault  # noqa: E402
+from wikirag.vault.model import Vault
 
 WORDS = (
     "cipher key message letter rotor plugboard signal station codebook wheel machine operator traffic "

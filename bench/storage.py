@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from wikirag.index.run import run_index  # noqa: E402
+from wikirag.index.run import run_index
 from wikirag.lightrag.storages import lightrag_environment, lightrag_storage_kwargs
 from wikirag.settings import load_config  # noqa: E402
 from wikirag.storage.ledger_store import drop_workspace

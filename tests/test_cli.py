@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.storekit import HashEmbedding, copy_vault, snapshot
-from wikirag.cli.app import app
+from wikirag.cli import app
 from wikirag.index.ledger import Ledger
 from wikirag.lightrag import engine
 from wikirag.settings import load_config

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from tests.golden import VAULTS
 from wikirag import __version__
-from wikirag.cli.app import app
+from wikirag.cli import app
 from wikirag.vault.model import Vault
 from wikirag.vault.stats import compute_stats
 

@@ -28,21 +28,16 @@ from wikirag.lightrag.prompts import breadcrumb, lightrag_content, lightrag_defa
 from wikirag.lightrag.tokens import count_tokens, lightrag_tokenizer
 from wikirag.markdown.chunking import chunk_text
 from wikirag.models import ParsedNote, Resolution, WikiLink
-from wikirag.plan.cost import (
-    CostSettings,
-    estimate_note,
-    estimate_vault,
-    hint_tokens,
-    price_cost,
-    prompt_sizes,
-    render_extraction_prompts,
-)
+from wikirag.plan.cost import estimate_note, estimate_vault, hint_tokens
+from wikirag.plan.cost_settings import CostSettings, prompt_sizes, render_extraction_prompts
 from wikirag.plan.mentions import chunk_mentions
 from wikirag.plan.prices import ModelPrice, PriceTable
 from wikirag.plan.results import ScenarioCost, csv_rows
 from wikirag.plan.routing import RouteDecision, note_features, route_note, route_vault
+from wikirag.plan.scenarios import price_cost
 from wikirag.settings import WikiragConfig, load_config
-from wikirag.vault.model import Vault, read_note_files
+from wikirag.vault.model import Vault
+from wikirag.vault.read import read_note_files
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_vault"

@@ -10,7 +10,8 @@ import pytest
 from tests.fakes import FakeLLM
 from tests.storekit import HashEmbedding, copy_vault, snapshot
 from wikirag.index.ledger import Ledger
-from wikirag.index.run import plan_index, run_index
+from wikirag.index.planning import plan_index
+from wikirag.index.run import run_index
 from wikirag.plan.hints import HINT_TITLE
 from wikirag.settings import load_config
 

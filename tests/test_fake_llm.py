@@ -11,7 +11,7 @@ import pytest
 from tests.fakes import KINDS, FakeLLM, fake_embedding_func, hashing_embed
 from wikirag.lightrag.guard import import_lightrag
 from wikirag.lightrag.tokens import count_tokens
-from wikirag.plan.cost import CostSettings, render_extraction_prompts
+from wikirag.plan.cost_settings import CostSettings, render_extraction_prompts
 
 import_lightrag()
 from lightrag.operate import _process_extraction_result  # noqa: E402

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.storekit import HashEmbedding
-from wikirag.cli.app import app
+from wikirag.cli import app
 from wikirag.lightrag import engine
 from wikirag.settings import load_config
 

@@ -13,7 +13,8 @@ import pytest
 from wikirag.errors import VaultNotFound
 from wikirag.vault.ignore import IgnoreRules, glob_to_regex
 from wikirag.vault.links import LinkIndex
-from wikirag.vault.model import Vault, read_note, scan_vault
+from wikirag.vault.model import Vault
+from wikirag.vault.read import read_note, scan_vault
 
 needs_symlinks = pytest.mark.skipif(os.name == "nt", reason="needs symlinks")
 

@@ -1,4 +1,5 @@
-"""The `wikirag` command line. It only translates: library calls in, rendering and exit codes out."""
+"""The `wikirag` commands. Each only translates: arguments into a library call, its result into a
+rendering and an exit code."""
 
 from __future__ import annotations
 
@@ -6,14 +7,26 @@ import asyncio
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn
 
-from wikirag import __version__
+from wikirag.cli.common import (
+    ConfigOpt,
+    ExcludeOpt,
+    JsonOpt,
+    LLMOpt,
+    RouteOpt,
+    StoreOpt,
+    VaultArg,
+    app,
+    build_config,
+    fail,
+    stderr_console,
+)
 from wikirag.cli.doctor import run_doctor
 from wikirag.cli.render import (
     issue_line,
@@ -30,64 +43,8 @@ from wikirag.index.run import run_index
 from wikirag.index.watch import watch_vault
 from wikirag.query.export import export_graph, store_graph_stats
 from wikirag.query.retrieve import ask, find_vault
-from wikirag.settings import WikiragConfig, load_config
 from wikirag.vault.model import Vault
 from wikirag.vault.stats import compute_stats
-
-app = typer.Typer(
-    name="wikirag",
-    help="Graph RAG over Obsidian vaults: the graph comes from your [[wikilinks]].",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-
-
-def fail(message: str) -> NoReturn:
-    """One line on stderr, exit status 1: how every user error ends."""
-    typer.echo(f"Error: {message}", err=True)
-    raise typer.Exit(1)
-
-
-def _print_version(value: bool) -> None:
-    if value:
-        typer.echo(f"wikirag {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def main(
-    version: Annotated[
-        bool,
-        typer.Option("--version", callback=_print_version, is_eager=True, help="Show the version and exit."),
-    ] = False,
-) -> None:
-    """Graph RAG over Obsidian vaults.
-
-    Example:
-
-        wikirag stats ~/Notes
-    """
-
-
-# --- shared options ------------------------------------------------------------------------------
-
-VaultArg = Annotated[Path, typer.Argument(metavar="VAULT", help="The Obsidian vault folder.", show_default=False)]
-RouteOpt = Annotated[
-    list[str] | None,
-    typer.Option("--route", metavar="[GLOB=]ROUTE", help="Force inject|extract|skip (repeatable)."),
-]
-StoreOpt = Annotated[
-    Path | None, typer.Option("--store", help="Store folder (default: VAULT/.wikirag; env WIKIRAG_STORE).")
-]
-ConfigOpt = Annotated[Path | None, typer.Option("--config", help="Config file (default: VAULT/wikirag.toml).")]
-ExcludeOpt = Annotated[
-    list[str] | None, typer.Option("--exclude", metavar="GLOB", help="Leave out matching paths (repeatable).")
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
-LLMOpt = Annotated[
-    str | None, typer.Option("--llm", metavar="PROVIDER:MODEL", help="LLM, e.g. openai:gpt-4o-mini (env WIKIRAG_LLM).")
-]
 
 
 @app.command()
@@ -118,7 +75,7 @@ def stats(
     """
     try:
         result = compute_stats(Vault.load(vault, exclude or ()))
-        graph = store_graph_stats(_config(vault, store=store))
+        graph = store_graph_stats(build_config(vault, store=store))
     except WikiragError as exc:
         fail(str(exc))
     err = Console(stderr=True, soft_wrap=True, highlight=False)
@@ -132,22 +89,6 @@ def stats(
         render_stats(result, Console())
         if graph:
             render_graph_stats(graph, Console())
-
-
-def _config(vault: Path, *, store: Path | None = None, config_file: Path | None = None,
-            exclude: list[str] | None = None, llm: str | None = None, llm_concurrency: int | None = None,
-            route: list[str] | None = None) -> WikiragConfig:
-    return load_config(
-        vault, store=store, config_file=config_file, exclude=exclude,
-        overrides={"llm": {"model": llm, "concurrency": llm_concurrency}}, route_overrides=route,
-    )
-
-
-def _stderr() -> Console:
-    return Console(stderr=True, soft_wrap=True, highlight=False)
-
-
-# --- index ---------------------------------------------------------------------------------------
 
 
 @app.command()
@@ -180,13 +121,13 @@ def index(
         wikirag index ~/Notes --dry-run --json
     """
     try:
-        config = _config(vault, store=store, config_file=config_file, exclude=exclude, llm=llm,
+        config = build_config(vault, store=store, config_file=config_file, exclude=exclude, llm=llm,
                          llm_concurrency=llm_concurrency, route=route)
         if as_json:
             report = run_index(config, dry_run=dry_run, rebuild=rebuild, budget_usd=budget)
         else:
             with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                          MofNCompleteColumn(), console=_stderr(), transient=True) as bar:
+                          MofNCompleteColumn(), console=stderr_console(), transient=True) as bar:
                 task = bar.add_task("scanning", total=None)
 
                 def progress(stage: str, done: int, total: int) -> None:
@@ -199,9 +140,6 @@ def index(
         typer.echo(json.dumps(asdict(report), ensure_ascii=False, indent=2))
     else:
         render_index_report(report, Console())
-
-
-# --- query ---------------------------------------------------------------------------------------
 
 
 @app.command()
@@ -239,7 +177,7 @@ def query(
     """
     try:
         root = vault or find_vault(Path.cwd())
-        config = _config(root, store=store, config_file=config_file, llm=llm)
+        config = build_config(root, store=store, config_file=config_file, llm=llm)
         llm_func = None
         if config.llm.model and not context_only:
             from wikirag.llm.client import make_llm_func
@@ -257,9 +195,6 @@ def query(
     if on_token:
         typer.echo()
     render_query_result(result, Console(), answer_streamed=on_token is not None)
-
-
-# --- watch ---------------------------------------------------------------------------------------
 
 
 @app.command()
@@ -283,7 +218,7 @@ def watch(
         wikirag watch ~/Notes --json | jq .notes_changed
     """
     try:
-        config = _config(vault, store=store, config_file=config_file, exclude=exclude, llm=llm)
+        config = build_config(vault, store=store, config_file=config_file, exclude=exclude, llm=llm)
         if as_json:
             def emit(item: object) -> None:
                 typer.echo(json.dumps(asdict(item), ensure_ascii=False))
@@ -300,12 +235,9 @@ def watch(
                                         [console.print(issue) for issue in b.issues]),
                 ))
     except KeyboardInterrupt:
-        _stderr().print("stopped; the next start catches up with anything changed meanwhile")
+        stderr_console().print("stopped; the next start catches up with anything changed meanwhile")
     except WikiragError as exc:
         fail(str(exc))
-
-
-# --- cost-estimate -------------------------------------------------------------------------------
 
 
 @app.command("cost-estimate")
@@ -338,7 +270,7 @@ def cost_estimate(
     from wikirag.plan.results import csv_rows
 
     try:
-        config = _config(vault, config_file=config_file, exclude=exclude, route=route)
+        config = build_config(vault, config_file=config_file, exclude=exclude, route=route)
         values = {k: v for k, v in {"model": model, "price_in": price_in, "price_out": price_out}.items() if v}
         estimate = estimate_for_config(config, values)
     except WikiragError as exc:
@@ -357,9 +289,6 @@ def cost_estimate(
         render_cost_estimate(estimate, Console(), top=top)
 
 
-# --- export and doctor ---------------------------------------------------------------------------
-
-
 @app.command()
 def export(
     output: Annotated[Path, typer.Option("--output", "-o", help="File to write.", show_default=False)],
@@ -375,7 +304,7 @@ def export(
         wikirag export --vault ~/Notes --format graphml -o notes.graphml
     """
     try:
-        config = _config(vault or find_vault(Path.cwd()), store=store)
+        config = build_config(vault or find_vault(Path.cwd()), store=store)
         if fmt not in {"graphml", "json"}:
             fail(f"--format {fmt!r}: use graphml or json")
         graph = export_graph(config, output, fmt)
@@ -401,7 +330,7 @@ def doctor(
         wikirag doctor ~/Notes --check-llm
     """
     try:
-        config = _config(vault, store=store, config_file=config_file, llm=llm)
+        config = build_config(vault, store=store, config_file=config_file, llm=llm)
         report = run_doctor(config, check_llm_call=check_llm)
     except WikiragError as exc:
         fail(str(exc))

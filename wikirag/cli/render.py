@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from wikirag.cli.doctor import DoctorReport
-from wikirag.index.run import IndexReport
+from wikirag.index.report import IndexReport
 from wikirag.index.watch import BatchReport
 from wikirag.models import ReadIssue
 from wikirag.plan.results import CostEstimate

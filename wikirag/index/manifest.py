@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from wikirag.storage.fs import atomic_write_text
-from wikirag.vault.model import ScanResult
+from wikirag.vault.read import ScanResult
 
 MANIFEST_FILENAME = "wikirag_manifest.json"
 MANIFEST_VERSION = 1

@@ -24,7 +24,8 @@ from typing import Any
 from watchdog.events import FileSystemEventHandler
 from watchdog.observers import Observer
 
-from wikirag.index.run import IndexReport, StoreLock, hinting_llm, index_vault
+from wikirag.index.report import IndexReport
+from wikirag.index.run import StoreLock, hinting_llm, index_vault
 from wikirag.lightrag.embeddings import EmbeddingCounter
 from wikirag.lightrag.engine import open_engine
 from wikirag.settings import WikiragConfig

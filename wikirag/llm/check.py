@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from wikirag.errors import ConfigError, WikiragError
 from wikirag.llm.client import LLMClient
 from wikirag.llm.redact import redact
-from wikirag.llm.spec import _host, _target
+from wikirag.llm.spec import provider_host, provider_target
 from wikirag.llm.usage import LLMUsage
 from wikirag.settings import LLMSettings
 
@@ -34,12 +34,12 @@ async def acheck_llm(settings: LLMSettings, *, timeout_s: float | None = None) -
         return LLMCheck(ok=False, provider=None, model=None, base_url_host=None,
                         error="no LLM configured (set WIKIRAG_LLM or [llm] model)")
     try:
-        target = _target(settings)
+        target = provider_target(settings)
     except ConfigError as exc:
         return LLMCheck(ok=False, provider=None, model=settings.model, base_url_host=None, error=redact(str(exc)))
     quick = replace(settings, max_retries=0, concurrency=1,
                     timeout_s=min(settings.timeout_s, timeout_s or 30.0))
-    check = LLMCheck(ok=False, provider=target.named, model=target.model, base_url_host=_host(target.base_url))
+    check = LLMCheck(ok=False, provider=target.named, model=target.model, base_url_host=provider_host(target.base_url))
     usage = LLMUsage()
     started = time.perf_counter()
     try:

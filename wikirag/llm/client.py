@@ -38,18 +38,18 @@ from wikirag.lightrag.bindings import binding, prompt_openings
 from wikirag.llm.anthropic import send_anthropic
 from wikirag.llm.ollama import send_ollama
 from wikirag.llm.openai import send_openai
-from wikirag.llm.redact import _install_log_redaction, redact
+from wikirag.llm.redact import install_log_redaction, redact
 from wikirag.llm.retry import (
     Backoff,
     LLMCallError,
-    _error_text,
-    _is_provider_error,
-    _retry_after,
-    _status,
+    error_text,
+    is_provider_error,
     is_retryable,
+    retry_after,
+    status_code_of,
 )
-from wikirag.llm.spec import _PLACEHOLDER_KEY, KEY_ENV, _host, _key_required, _target
-from wikirag.llm.usage import LLMUsage, _Tracker
+from wikirag.llm.spec import KEY_ENV, PLACEHOLDER_KEY, key_required, provider_host, provider_target
+from wikirag.llm.usage import LLMUsage, UsageTracker
 from wikirag.settings import LLMSettings
 
 
@@ -75,18 +75,18 @@ class LLMClient:
 
     def __init__(self, settings: LLMSettings, usage: LLMUsage | None = None, *,
                  backoff: Backoff | None = None) -> None:
-        self.target = _target(settings)
+        self.target = provider_target(settings)
         self.settings = settings
         self.usage = usage if usage is not None else LLMUsage()
         self.backoff = backoff or Backoff()
         self._api_key()  # a missing key is a configuration error now, not at the first call
         self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
             weakref.WeakKeyDictionary())
-        _install_log_redaction()
+        install_log_redaction()
 
     def __repr__(self) -> str:  # never the key
         t = self.target
-        return f"LLMClient({t.named}:{t.model}, base_url_host={_host(t.base_url)!r})"
+        return f"LLMClient({t.named}:{t.model}, base_url_host={provider_host(t.base_url)!r})"
 
     def _api_key(self) -> str | None:
         # Read at each call rather than kept on the object, where a debugger or `vars()` would show it.
@@ -94,9 +94,9 @@ class LLMClient:
         key = os.environ.get(env)
         if key:
             return key
-        if _key_required(self.target):
+        if key_required(self.target):
             raise ConfigError(f"LLM {self.target.named}:{self.target.model} needs {env} in the environment")
-        return _PLACEHOLDER_KEY if self.target.provider != "ollama" else None
+        return PLACEHOLDER_KEY if self.target.provider != "ollama" else None
 
     def _semaphore(self) -> asyncio.Semaphore:
         # One per event loop: each CLI command runs its own asyncio.run(), and a semaphore must not
@@ -110,7 +110,7 @@ class LLMClient:
     def _wait_s(self, attempt: int, exc: BaseException) -> float:
         import random
 
-        after = _retry_after(exc)
+        after = retry_after(exc)
         if after is not None:
             return min(max(after, 0.0), self.backoff.max_s)
         base = min(self.backoff.initial_s * 2 ** (attempt - 1), self.backoff.max_s)
@@ -150,12 +150,12 @@ class LLMClient:
                                   kwargs)
         except Exception as exc:
             self.usage.add_failure()
-            if not _is_provider_error(exc):
+            if not is_provider_error(exc):
                 raise  # a bug of ours or LightRAG's: keep its type and traceback
             t = self.target
             raise LLMCallError(
-                redact(f"{t.named}:{t.model}: {_error_text(exc, self.settings.timeout_s)}"),
-                status_code=_status(exc), retryable=is_retryable(exc),
+                redact(f"{t.named}:{t.model}: {error_text(exc, self.settings.timeout_s)}"),
+                status_code=status_code_of(exc), retryable=is_retryable(exc),
                 attempts=retrying.statistics.get("attempt_number", 1),
             ) from None  # the original's message and traceback could carry a key
 
@@ -163,7 +163,7 @@ class LLMClient:
                        history: list[dict[str, Any]], stream: bool, outer_tracker: Any,
                        kwargs: dict[str, Any]) -> str | AsyncIterator[str]:
         kwargs = dict(kwargs)  # each attempt starts from the caller's arguments
-        tracker = _Tracker()
+        tracker = UsageTracker()
         sent_text = "\n".join([system_prompt or "", *(str(m.get("content", "")) for m in history), prompt])
         # The semaphore covers the request; for a stream, until the response starts (the caller owns
         # the iterator and might never finish it).
@@ -183,7 +183,7 @@ class LLMClient:
             self._record_estimate(kind, sent_text, str(result), outer_tracker)
         return result
 
-    def _record(self, kind: str, tracker: _Tracker, outer_tracker: Any, *, estimated: bool = False) -> None:
+    def _record(self, kind: str, tracker: UsageTracker, outer_tracker: Any, *, estimated: bool = False) -> None:
         self.usage.add_tokens(kind, tracker.input_tokens, tracker.output_tokens, estimated=estimated)
         if outer_tracker is not None:  # a caller's own TokenTracker sees the same figures
             outer_tracker.add_usage({"prompt_tokens": tracker.input_tokens,
@@ -191,11 +191,11 @@ class LLMClient:
                                      "total_tokens": tracker.input_tokens + tracker.output_tokens})
 
     def _record_estimate(self, kind: str, sent_text: str, output: str, outer_tracker: Any) -> None:
-        tracker = _Tracker()
+        tracker = UsageTracker()
         tracker.input_tokens, tracker.output_tokens = _estimate(sent_text, output)
         self._record(kind, tracker, outer_tracker, estimated=True)
 
-    async def _counted_stream(self, chunks: AsyncIterator[str], kind: str, tracker: _Tracker,
+    async def _counted_stream(self, chunks: AsyncIterator[str], kind: str, tracker: UsageTracker,
                               outer_tracker: Any, sent_text: str) -> AsyncIterator[str]:
         parts: list[str] = []
         finished = False
@@ -218,7 +218,7 @@ class LLMClient:
             binding(self.target.provider)
 
     async def _send(self, prompt: str, system_prompt: str | None, history: list[dict[str, Any]],
-                    stream: bool, tracker: _Tracker, kwargs: dict[str, Any]) -> str | AsyncIterator[str]:
+                    stream: bool, tracker: UsageTracker, kwargs: dict[str, Any]) -> str | AsyncIterator[str]:
         send = {"openai": send_openai, "ollama": send_ollama, "anthropic": send_anthropic}[self.target.provider]
         return await send(self, prompt, system_prompt, history, stream, tracker, kwargs)
 

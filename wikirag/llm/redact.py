@@ -50,7 +50,7 @@ class _RedactingFilter(logging.Filter):
 _FILTER = _RedactingFilter()
 
 
-def _install_log_redaction() -> None:
+def install_log_redaction() -> None:
     for name in ("lightrag", "httpx", "httpx2"):
         logger = logging.getLogger(name)
         if _FILTER not in logger.filters:

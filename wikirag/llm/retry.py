@@ -36,7 +36,7 @@ class Backoff:
 _RETRY_STATUS = frozenset({408, 409, 429})
 
 
-def _status(exc: BaseException) -> int | None:
+def status_code_of(exc: BaseException) -> int | None:
     status = getattr(exc, "status_code", None)
     return status if isinstance(status, int) and status > 0 else None
 
@@ -44,7 +44,7 @@ def _status(exc: BaseException) -> int | None:
 def is_retryable(exc: BaseException) -> bool:
     """429 (except permanent quota stops), 5xx, 408/409, timeouts, connection errors, and the OpenAI
     binding's empty-response error. Never 400/401/403/404/422."""
-    status = _status(exc)
+    status = status_code_of(exc)
     if status is not None:
         if status == 429:
             from wikirag.lightrag.bindings import is_permanent_rate_limit
@@ -65,21 +65,21 @@ def is_retryable(exc: BaseException) -> bool:
     return type(exc).__name__ == "InvalidResponseError" and type(exc).__module__ == "lightrag.llm.openai"
 
 
-def _is_provider_error(exc: BaseException) -> bool:
+def is_provider_error(exc: BaseException) -> bool:
     """Errors from the wire or the provider SDKs (wrapped and redacted), as opposed to bugs (re-raised)."""
-    if _status(exc) is not None or is_retryable(exc):
+    if status_code_of(exc) is not None or is_retryable(exc):
         return True
     module = type(exc).__module__.split(".")[0]
     return module in {"openai", "anthropic", "ollama", "httpx", "httpx2", "lightrag"}
 
 
-def _error_text(exc: BaseException, timeout_s: float) -> str:
+def error_text(exc: BaseException, timeout_s: float) -> str:
     if isinstance(exc, (TimeoutError, asyncio.TimeoutError)) and not str(exc):
         return f"no answer within {timeout_s:g} s (timeout_s)"
     return f"{type(exc).__name__}: {exc}"
 
 
-def _retry_after(exc: BaseException) -> float | None:
+def retry_after(exc: BaseException) -> float | None:
     response = getattr(exc, "response", None)
     headers = getattr(response, "headers", None)
     if headers is None:

@@ -29,7 +29,7 @@ KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "ollama
 
 
 # Local servers ignore the key, but the OpenAI SDK refuses to start without one.
-_PLACEHOLDER_KEY = "not-needed"
+PLACEHOLDER_KEY = "not-needed"
 
 
 def parse_llm_spec(spec: str) -> tuple[str, str]:
@@ -55,7 +55,7 @@ class _Target:
     named: str  # the provider as written (vllm, lmstudio, ...)
 
 
-def _target(settings: LLMSettings) -> _Target:
+def provider_target(settings: LLMSettings) -> _Target:
     named, model = parse_llm_spec(settings.model)
     base_url = (settings.base_url or "").strip() or None
     provider = named
@@ -72,7 +72,7 @@ def _target(settings: LLMSettings) -> _Target:
     return _Target(provider=provider, model=model, base_url=base_url, named=named)
 
 
-def _host(base_url: str | None) -> str | None:
+def provider_host(base_url: str | None) -> str | None:
     """scheme://host:port only: a base URL may carry user:password or a query-string key."""
     if not base_url:
         return None
@@ -83,7 +83,7 @@ def _host(base_url: str | None) -> str | None:
     return f"{parts.scheme}://{parts.hostname}{port}" if parts.scheme else f"{parts.hostname}{port}"
 
 
-def _key_required(target: _Target) -> bool:
+def key_required(target: _Target) -> bool:
     if target.provider == "ollama":
         return False
     return target.base_url is None and not (target.provider == "openai" and os.environ.get("OPENAI_API_BASE"))
@@ -97,11 +97,11 @@ def describe_llm(settings: LLMSettings) -> dict[str, Any]:
     if not settings.model:
         return {"configured": False, "provider": None, "wire": None, "model": None, "base_url_host": None,
                 "key_env": None, "key_set": False, "key_required": False, **limits}
-    target = _target(settings)
+    target = provider_target(settings)
     key_env = KEY_ENV[target.provider]
-    key_set, required = bool(os.environ.get(key_env)), _key_required(target)
+    key_set, required = bool(os.environ.get(key_env)), key_required(target)
     # A local server needs no key: name the variable only when it is required or set (then it is sent).
     return {"configured": True, "provider": target.named, "wire": target.provider, "model": target.model,
-            "base_url_host": _host(target.base_url), "key_env": key_env if required or key_set else None,
+            "base_url_host": provider_host(target.base_url), "key_env": key_env if required or key_set else None,
             "key_set": key_set, "key_required": required, **limits}
 

@@ -67,7 +67,7 @@ class LLMUsage:
             self.failures += 1
 
 
-class _Tracker:
+class UsageTracker:
     """LightRAG's `token_tracker` protocol (`add_usage(dict)`), collecting one attempt's reported usage."""
 
     def __init__(self) -> None:

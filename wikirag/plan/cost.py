@@ -12,7 +12,7 @@ Input sizes come from rendering LightRAG's installed prompt templates (`prompt_s
 its `extract_entities` passes, so the estimate follows LightRAG when its prompts change. Calls follow
 LightRAG 1.5: one extraction call per chunk, one gleaning call when gleaning is on and fits
 `MAX_EXTRACT_INPUT_TOKENS`, identical prompts answered from LightRAG's LLM cache; for vanilla also
-duplicate documents dropped and description-summary calls replayed merge by merge (`_MergeModel`).
+duplicate documents dropped and description-summary calls replayed merge by merge (`MergeModel`).
 Output tokens and the entities an LLM will name are model-dependent: they come from documented,
 configurable assumptions.
 docs/cost-model.md has the formulas and where every default comes from.
@@ -20,131 +20,27 @@ docs/cost-model.md has the formulas and where every default comes from.
 
 from __future__ import annotations
 
-import math
 import posixpath
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
-from wikirag.errors import ConfigError
 from wikirag.graph.contribution import note_type
 from wikirag.lightrag.prompts import (
-    PromptSizes,
-    _first_heading,
-    breadcrumb,
     lightrag_content,
-    lightrag_defaults,
-    render_prompts,
 )
-from wikirag.lightrag.prompts import prompt_sizes as lightrag_prompt_sizes
 from wikirag.lightrag.tokens import DEFAULT_ENCODING, get_encoding
-from wikirag.markdown.chunking import chunk_text, heading_path
 from wikirag.models import ParsedNote
+from wikirag.plan.chunk_plans import ChunkPlanner, PlannedChunk
+from wikirag.plan.cost_settings import CostSettings, prompt_sizes
 from wikirag.plan.hints import note_hint
-from wikirag.plan.mentions import cap_mentions, sentence_names
-from wikirag.plan.merges import _MergeModel
-from wikirag.plan.prices import ModelPrice, PriceTable
+from wikirag.plan.mentions import sentence_names
+from wikirag.plan.prices import PriceTable
 from wikirag.plan.results import CostEstimate, FolderCost, NoteCost, ScenarioCost
 from wikirag.plan.routing import Outgoing, RouteDecision, note_features
-from wikirag.settings import IndexSettings, settings_from_mapping
-from wikirag.vault.model import read_note_files
+from wikirag.plan.scenarios import Scenario, price_cost
+from wikirag.vault.read import read_note_files
 
 SCENARIOS = ("vanilla", "wikirag", "structure_only")
-
-
-@dataclass
-class CostSettings:
-    # The model to price, as in the price table or "provider:model"; LightRAG's own default is gpt-4o-mini.
-    model: str = "gpt-4o-mini"
-    prices_file: str | None = None  # a user price table merged over the shipped one
-    price_in: float | None = None  # USD per 1M input tokens, overriding the table
-    price_out: float | None = None
-    price_cached_in: float | None = None
-    # The tokenizer LightRAG chunks and counts with (wikirag passes IndexSettings.encoding).
-    encoding: str = DEFAULT_ENCODING
-    # wikirag's chunking (IndexSettings) and whether chunks carry LightRAG's `---Section Context---` block.
-    chunk_token_size: int = IndexSettings.chunk_token_size
-    chunk_overlap_token_size: int = IndexSettings.chunk_overlap_token_size
-    section_context: bool = True
-    default_note_type: str = "note"  # IndexSettings.default_note_type: the hint names the note's type
-    # What a vanilla LightRAG user runs: LightRAG's default fixed-token chunking.
-    vanilla_chunk_token_size: int = 1200
-    vanilla_chunk_overlap_token_size: int = 100
-    # LightRAG's extraction knobs; None means "LightRAG's installed default" (lightrag.constants).
-    gleaning: int | None = None
-    vanilla_gleaning: int | None = None
-    force_llm_summary_on_merge: int | None = None
-    summary_max_tokens: int | None = None
-    summary_context_size: int | None = None
-    summary_length_recommended: int | None = None
-    max_extract_input_tokens: int | None = None
-    max_total_records: int | None = None
-    max_entity_records: int | None = None
-    max_source_ids_per_entity: int | None = None
-    max_source_ids_per_relation: int | None = None
-    language: str | None = None
-    # Output assumptions (docs/cost-model.md says where each comes from).
-    output_ratio: float = 2.38  # extraction output tokens per chunk token: LightRAG's worked examples
-    record_tokens: float = 44.0  # tokens per output record (entity or relation line), same source
-    gleaning_output_ratio: float = 0.25  # gleaning output as a share of the first answer: assumption
-    description_tokens: float = 19.0  # tokens per extracted description, LightRAG's worked examples
-    embed_record_tokens: float = 30.0  # tokens embedded per entity/relation vector (name + description)
-    hint: bool = True  # extract-routed notes carry the hint header in every chunk
-
-    @classmethod
-    def from_mapping(cls, values: Mapping[str, Any] | None) -> CostSettings:
-        """Settings from the `[cost]` table of wikirag.toml; unknown keys are a ConfigError."""
-        return settings_from_mapping(cls, values or {}, "cost")
-
-    @classmethod
-    def from_config(cls, config: Any, values: Mapping[str, Any] | None = None) -> CostSettings:
-        """Chunking, tokenizer and note type from the config's [index], the model from [llm], then the
-        config's [cost] table, then `values` (command-line flags). A relative `prices_file` is taken from
-        the vault folder."""
-        merged = {**(getattr(config, "sections", {}) or {}).get("cost", {}), **(values or {})}
-        base = cls.from_mapping(merged)
-        changes: dict[str, Any] = {
-            "chunk_token_size": config.index.chunk_token_size,
-            "chunk_overlap_token_size": config.index.chunk_overlap_token_size,
-            "encoding": config.index.encoding,
-            "default_note_type": config.index.default_note_type,
-        }
-        if "gleaning" not in merged:  # the pipeline's own setting, unless [cost] asks "what if"
-            changes["gleaning"] = config.index.gleaning
-        if config.llm.model and "model" not in merged:
-            changes["model"] = config.llm.model
-        if base.prices_file and not Path(base.prices_file).is_absolute():
-            changes["prices_file"] = str(Path(config.vault) / base.prices_file)
-        return replace(base, **changes)
-
-    def resolved(self) -> CostSettings:
-        """A copy with every None filled from LightRAG's installed defaults."""
-        defaults = lightrag_defaults()
-        changes = {k: v for k, v in defaults.items() if getattr(self, k) is None}
-        if self.vanilla_gleaning is None:
-            changes["vanilla_gleaning"] = defaults["gleaning"]
-        return replace(self, **changes)
-
-    def price(self, table: PriceTable | None = None) -> ModelPrice:
-        """The model's price, with --price-in/--price-out applied (enough on their own for any model)."""
-        if self.price_in is not None and self.price_out is not None:
-            try:
-                base = (table or PriceTable.load(self.prices_file)).get(self.model)
-            except ConfigError:
-                base = ModelPrice(self.model, cached_input=None)
-        else:
-            base = (table or PriceTable.load(self.prices_file)).get(self.model)
-        changes: dict[str, Any] = {}
-        if self.price_in is not None:
-            changes["input"] = self.price_in
-        if self.price_out is not None:
-            changes["output"] = self.price_out
-        if self.price_cached_in is not None:
-            changes["cached_input"] = self.price_cached_in
-        if changes:
-            changes["source"] = "command line"
-        return replace(base, **changes)
 
 
 def hint_text(note: ParsedNote, outgoing: Outgoing, notes: Mapping[str, ParsedNote] | None = None,
@@ -173,171 +69,6 @@ def hint_tokens(note: ParsedNote, outgoing: Outgoing, notes: Mapping[str, Parsed
 HintSource = Mapping[str, int] | Callable[[ParsedNote, Outgoing], int] | None
 
 
-@dataclass
-class _Chunk:
-    text: str
-    tokens: int
-    breadcrumb: str = ""  # LightRAG's section path for the chunk ("" when it has no heading)
-    names: list[list[str]] | None = None  # sentence_names(text), when already known
-
-
-class _Encoder:
-    """encode/decode as wikirag's LightRAG tokenizer does (special-token text encoded as plain text), without
-    importing lightrag.utils (half a second) just to wrap tiktoken."""
-
-    def __init__(self, enc: Any) -> None:
-        self.encode, self.decode = enc.encode_ordinary, enc.decode
-
-
-class _Planner:
-    """Cuts documents into chunks the way each scenario's LightRAG will, counting tokens only once where
-    it can: a document well inside one chunk is one chunk without running the chunker."""
-
-    def __init__(self, s: CostSettings, sizes: PromptSizes) -> None:
-        self.s, self.sizes = s, sizes
-        self.enc = get_encoding(s.encoding)
-        self.tokenizer = _Encoder(self.enc)
-
-    def crumb(self, headings: list[str]) -> str:
-        if not self.s.section_context or not headings:
-            return ""
-        return breadcrumb(headings, self.sizes.max_section_tokens, self.tokenizer)
-
-    def wikirag(self, body: str, approx_tokens: int, title: str = "") -> list[_Chunk]:
-        """wikirag's chunks (`inject.note_contribution`: chunk_text on the body, each chunk's heading path
-        under the note title), which the pipeline hands to LightRAG's extraction."""
-        content = body.strip()
-        if not content:
-            return []
-        size = self.s.chunk_token_size
-        # chunk_text packs paragraph blocks, paying ~1 token per join; BPE can differ by a token or two at
-        # each block edge. Far enough below the size, the whole text is certainly one chunk.
-        blocks = content.count("\n\n") + content.count("\n#") + 1
-        if approx_tokens + 3 * blocks + 8 <= 0.9 * size:
-            first = _first_heading(content)
-            return [_Chunk(content, approx_tokens, self.crumb(heading_path(title, [first] if first else [])))]
-        chunks: dict[str, _Chunk] = {}  # note_contribution keeps one of identical chunks (same id)
-        for c in chunk_text(body, self.tokenizer, size, self.s.chunk_overlap_token_size):
-            if c.content not in chunks:
-                chunks[c.content] = _Chunk(c.content, c.tokens, self.crumb(heading_path(title, c.headings)))
-        return list(chunks.values())
-
-    def vanilla(self, content: str, approx_tokens: int) -> list[_Chunk]:
-        """LightRAG's default chunking_by_token_size: fixed windows of `size` tokens, stride size-overlap."""
-        if not content:
-            return []
-        size, overlap = self.s.vanilla_chunk_token_size, self.s.vanilla_chunk_overlap_token_size
-        if approx_tokens + 4 <= size:
-            return [_Chunk(content, approx_tokens)]
-        ids = self.enc.encode_ordinary(content)
-        if len(ids) <= size:
-            return [_Chunk(content, len(ids))]
-        return [_Chunk(self.enc.decode(ids[start : start + size]), min(size, len(ids) - start))
-                for start in range(0, len(ids), size - overlap)]
-
-
-class _Scenario:
-    """One scenario's LightRAG: documents go through extraction and merging in insertion order."""
-
-    def __init__(self, s: CostSettings, sizes: PromptSizes, gleaning: int, price: ModelPrice, enc: Any, *,
-                 lightrag_merges: bool) -> None:
-        self.s, self.sizes, self.gleaning, self.price, self.enc = s, sizes, gleaning, price, enc
-        # vanilla: ainsert, so LightRAG drops duplicate documents and merges (summarises) descriptions.
-        # wikirag: the pipeline calls LightRAG's extraction step only and merges fragments itself, joining
-        # descriptions without an LLM: no duplicate-document check, no summary calls.
-        self.lightrag_merges = lightrag_merges
-        self.merges = _MergeModel(s, sizes, enc)
-        self.seen_docs: dict[str, str] = {}
-        self.seen_prompts: set[tuple[str, str]] = set()
-        self.output_cap = s.max_total_records * s.record_tokens
-        self._crumb_tokens: dict[str, int] = {}
-        cacheable = price.cached_input is not None
-        self.cache_min = price.cache_min_tokens if cacheable else math.inf
-
-    def document(self, path: str, content: str, chunks: list[_Chunk], hint: int) -> tuple[ScenarioCost, str | None]:
-        """The cost of inserting one document; (empty cost, first path) when LightRAG drops it as a duplicate."""
-        cost = ScenarioCost(notes=1, chunks=len(chunks))
-        if not content:
-            return cost, None
-        if self.lightrag_merges:
-            if content in self.seen_docs:
-                return ScenarioCost(), self.seen_docs[content]
-            self.seen_docs[content] = path
-        sz, s = self.sizes, self.s
-        entity_counts: dict[str, int] = {}
-        relation_counts: dict[tuple[str, str], int] = {}
-        calls = glean = tokens_in = tokens_out = cached = embedded = extract_in = glean_in_total = records = 0
-        for chunk in chunks:
-            embedded += chunk.tokens
-            names = chunk.names if chunk.names is not None else sentence_names(chunk.text)
-            if not self.lightrag_merges:  # only the vector count needs them: about one record a name
-                records += min(sum(map(len, names)), s.max_total_records)
-            else:
-                entities, relations = cap_mentions(names, s.max_entity_records, s.max_total_records)
-                if len(chunks) == 1:  # the common case: one fragment each
-                    entity_counts, relation_counts = dict.fromkeys(entities, 1), dict.fromkeys(relations, 1)
-                else:
-                    for e in entities:
-                        entity_counts[e] = entity_counts.get(e, 0) + 1
-                    for r in relations:
-                        relation_counts[r] = relation_counts.get(r, 0) + 1
-            # LightRAG's LLM cache key is the prompt; wikirag inserts the hint after the key is taken
-            key = (chunk.text, chunk.breadcrumb)
-            if key in self.seen_prompts:  # the same prompt again: LightRAG's LLM cache answers it
-                continue
-            self.seen_prompts.add(key)
-            user = sz.user_fixed + chunk.tokens + hint
-            if chunk.breadcrumb:
-                user += sz.section_fixed + self.crumb_tokens(chunk.breadcrumb)
-            out = round(min(s.output_ratio * chunk.tokens, self.output_cap))
-            calls += 1
-            tokens_in += sz.system + user
-            extract_in += sz.system + user
-            tokens_out += out
-            if sz.system >= self.cache_min:
-                cached += sz.system
-            glean_in = sz.system + user + out + sz.continue_prompt
-            if self.gleaning > 0 and glean_in <= s.max_extract_input_tokens:
-                glean += 1
-                tokens_in += glean_in
-                glean_in_total += glean_in
-                tokens_out += round(s.gleaning_output_ratio * out)
-                if sz.system + user >= self.cache_min:  # the extraction call just sent this prefix
-                    cached += sz.system + user
-        cost.extraction_calls, cost.gleaning_calls = calls, glean
-        cost.extraction_input_tokens, cost.gleaning_input_tokens = extract_in, glean_in_total
-        records += len(entity_counts) + len(relation_counts)
-        cost.embedding_tokens = embedded + round(records * s.embed_record_tokens)
-        for counts, is_relation in ((entity_counts, False), (relation_counts, True)):
-            if not self.lightrag_merges:
-                break
-            for summary_in, summary_out in self.merges.merge(counts, is_relation):
-                cost.summary_calls += 1
-                cost.summary_input_tokens += summary_in
-                tokens_in += summary_in
-                tokens_out += summary_out
-        cost.input_tokens, cost.output_tokens, cost.cached_input_tokens = tokens_in, tokens_out, cached
-        cost.llm_calls = calls + glean + cost.summary_calls
-        price_cost(cost, self.price)
-        return cost, None
-
-    def crumb_tokens(self, crumb: str) -> int:
-        if crumb not in self._crumb_tokens:
-            self._crumb_tokens[crumb] = len(self.enc.encode_ordinary(crumb))
-        return self._crumb_tokens[crumb]
-
-
-def price_cost(cost: ScenarioCost, price: ModelPrice) -> None:
-    """Fill the three dollar figures of `cost` from its token counts."""
-    plain = cost.input_tokens * price.input + cost.output_tokens * price.output
-    cached_rate = price.cached_input if price.cached_input is not None else price.input
-    cached = ((cost.input_tokens - cost.cached_input_tokens) * price.input
-              + cost.cached_input_tokens * cached_rate + cost.output_tokens * price.output)
-    cost.usd = plain / 1e6
-    cost.usd_cached = cached / 1e6
-    cost.usd_batch = plain * (1 - price.batch_discount) / 1e6
-
-
 def estimate_vault(
     vault: Any,
     decisions: Mapping[str, RouteDecision],
@@ -357,13 +88,13 @@ def estimate_vault(
     table = price_table or PriceTable.load(s.prices_file)
     price = s.price(table)
     sizes = prompt_sizes(s)
-    planner = _Planner(s, sizes)
+    planner = ChunkPlanner(s, sizes)
     enc = planner.enc
     paths = sorted(vault.notes)
     raw = dict(texts) if texts is not None else read_note_files(vault, paths)
     runs = {
-        "vanilla": _Scenario(s, sizes, s.vanilla_gleaning, price, enc, lightrag_merges=True),
-        "wikirag": _Scenario(s, sizes, s.gleaning, price, enc, lightrag_merges=False),
+        "vanilla": Scenario(s, sizes, s.vanilla_gleaning, price, enc, lightrag_merges=True),
+        "wikirag": Scenario(s, sizes, s.gleaning, price, enc, lightrag_merges=False),
     }
     titles = {p: n.title.strip() or n.name for p, n in vault.notes.items()}
     routes = {"inject": 0, "extract": 0, "skip": 0}
@@ -477,7 +208,7 @@ def _inject_records(decision: RouteDecision) -> int:
     return 1 + 2 * (f.distinct_targets + f.unresolved_links)
 
 
-def _inject_embedding(plan: list[_Chunk], decision: RouteDecision, s: CostSettings) -> int:
+def _inject_embedding(plan: list[PlannedChunk], decision: RouteDecision, s: CostSettings) -> int:
     return sum(c.tokens for c in plan) + round(_inject_records(decision) * s.embed_record_tokens)
 
 
@@ -523,16 +254,3 @@ def estimate_for_config(config: Any, values: Mapping[str, Any] | None = None) ->
     decisions = route_vault(vault, config.route, config.route_overrides, encoding=config.index.encoding)
     return estimate_vault(vault, decisions, CostSettings.from_config(config, values))
 
-
-
-def render_extraction_prompts(settings: CostSettings) -> dict[str, str]:
-    """LightRAG's extraction, gleaning and summary prompts for these settings (lightrag/prompts.py)."""
-    s = settings.resolved()
-    return render_prompts(s.language, s.max_total_records, s.max_entity_records, s.summary_length_recommended)
-
-
-def prompt_sizes(settings: CostSettings | None = None, *, use_disk_cache: bool = True) -> PromptSizes:
-    """Token sizes of LightRAG's prompts for these settings (measured once per LightRAG version)."""
-    s = (settings or CostSettings()).resolved()
-    return lightrag_prompt_sizes(s.encoding, s.language, s.max_total_records, s.max_entity_records,
-                                 s.summary_length_recommended, use_disk_cache=use_disk_cache)

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any
 from wikirag.lightrag.prompts import PromptSizes
 
 if TYPE_CHECKING:
-    from wikirag.plan.cost import CostSettings
+    from wikirag.plan.cost_settings import CostSettings
 
 
-class _MergeModel:
+class MergeModel:
     """LightRAG's merge of extracted descriptions, replayed on fragment counts.
 
     Per document, every entity (relation) collects one description per chunk that names it; LightRAG

@@ -10,7 +10,7 @@ import os
 from typing import Any
 
 from wikirag.errors import ConfigError, WikiragError
-from wikirag.storage.settings import _CONNECT_TIMEOUT_S, REQUIREMENTS, StorageSettings, _family, missing_packages
+from wikirag.storage.settings import CONNECT_TIMEOUT_S, REQUIREMENTS, StorageSettings, missing_packages, storage_family
 
 
 class StorageUnreachable(WikiragError):
@@ -27,7 +27,7 @@ def connect(settings: StorageSettings, *, autocommit: bool = False) -> Any:
             from None
     params: dict[str, Any] = {
         "host": settings.host, "port": settings.port, "user": settings.user, "dbname": settings.database,
-        "password": settings.password, "connect_timeout": _CONNECT_TIMEOUT_S, "application_name": "wikirag",
+        "password": settings.password, "connect_timeout": CONNECT_TIMEOUT_S, "application_name": "wikirag",
         "passfile": os.path.join(os.devnull, "none"),  # a path that cannot exist: ~/.pgpass is not read
     }
     if settings.sslmode:
@@ -63,7 +63,7 @@ def explain_connect_error(settings: StorageSettings, exc: BaseException) -> str:
     if "could not translate host name" in low or "name or service not known" in low:
         return f"{where}: unknown host name {settings.host!r}"
     if "timeout" in low or "timed out" in low:
-        return f"{where} did not answer within {_CONNECT_TIMEOUT_S} s (firewall, wrong host or port?)"
+        return f"{where} did not answer within {CONNECT_TIMEOUT_S} s (firewall, wrong host or port?)"
     if "ssl" in low:
         return f"{where}: SSL problem with sslmode={settings.sslmode or 'prefer'}: {text}"
     return f"{where}: cannot connect: {text}"
@@ -93,9 +93,9 @@ def check_storage(settings: StorageSettings, workspace: str | None = None) -> li
     missing = missing_packages(settings)
     if missing:
         checks.append(("packages", "fail", f"missing {', '.join(missing)}: pip install {' '.join(missing)}"))
-    servers = sorted({c for c in settings.classes.values() if _family(c) not in {"file", "PG", "Faiss"}})
+    servers = sorted({c for c in settings.classes.values() if storage_family(c) not in {"file", "PG", "Faiss"}})
     for name in servers:
-        env_vars = REQUIREMENTS[_family(name)][2]
+        env_vars = REQUIREMENTS[storage_family(name)][2]
         unset = [v for v in env_vars if v not in os.environ]
         if unset:
             checks.append((name, "fail", f"set {', '.join(unset)} in the environment (read by LightRAG)"))

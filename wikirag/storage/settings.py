@@ -79,7 +79,7 @@ SSLMODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
 _SECRET_KEYS = {"password", "dsn", "url", "uri", "passwd"}
 
 
-_CONNECT_TIMEOUT_S = 10
+CONNECT_TIMEOUT_S = 10
 
 
 @dataclass(frozen=True)
@@ -145,7 +145,7 @@ class StorageSettings:
 
     @property
     def uses_postgres(self) -> bool:
-        return any(_family(c) == "PG" for c in self.classes.values())
+        return any(storage_family(c) == "PG" for c in self.classes.values())
 
     @property
     def is_file(self) -> bool:
@@ -208,7 +208,7 @@ def resolve_class(role: str, name: str) -> str:
                       f"or a LightRAG class ({', '.join(sorted(set(aliases.values())))})")
 
 
-def _family(class_name: str) -> str:
+def storage_family(class_name: str) -> str:
     for family in REQUIREMENTS:
         if family != "PGVector" and class_name.startswith(family):
             return family
@@ -220,7 +220,7 @@ def missing_packages(settings: StorageSettings) -> list[str]:
     pip-install them at import time; we say so instead."""
     import importlib.util
 
-    families = {_family(c) for c in settings.classes.values()} - {"file"}
+    families = {storage_family(c) for c in settings.classes.values()} - {"file"}
     if settings.vector == "PGVectorStorage":
         families.add("PGVector")
     if "PG" in families:

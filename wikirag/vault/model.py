@@ -1,272 +1,21 @@
-"""A vault on disk: the scan, defensive reading of one note, and the in-memory `Vault` model.
-
-Paths are vault-relative POSIX strings in Unicode NFC (macOS writes names in NFD; links are typed NFC).
-Reading never raises for bad content: every problem is one `ReadIssue` per file and the run goes on.
+"""The Vault: every readable note parsed, with Obsidian's link resolution, backlinks and unresolved
+targets, kept current file by file (`update_file`, `remove_file`) for `watch`.
 """
 
 from __future__ import annotations
 
 import gc
-import hashlib
 import os
-import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from wikirag.errors import VaultNotFound
-from wikirag.markdown.parse import normalize_text, parse_note
+from wikirag.markdown.parse import parse_note
 from wikirag.models import ParsedNote, ReadIssue, Resolution, WikiLink
 from wikirag.vault.ignore import IgnoreRules
 from wikirag.vault.links import LinkIndex, is_note, link_name_key, name_keys
-
-BINARY_CONTROL_SHARE = 0.05  # more control bytes than this (tab, newlines, form feed aside) = not text
-_CONTROL_BYTES = bytes(b for b in range(32) if b not in (9, 10, 12, 13)) + b"\x7f"
-MAX_NOTE_BYTES = 5 * 1024 * 1024  # larger .md files are skipped (pasted logs, exports)
-LONG_LINE = 10_000  # characters; reported, kept
-BINARY_SAMPLE = 8192  # bytes looked at to decide "binary"
-BINARY_NUL_SHARE = 0.01  # more NULs than this share of the sample, and at least
-BINARY_MIN_NULS = 8  # this many: binary, skipped (a stray NUL or two is removed and reported instead)
-
-
-@dataclass
-class NoteFile:
-    path: str  # vault-relative POSIX, NFC
-    abs_path: Path  # where it is on disk (the name as the file system spells it)
-    size: int
-    mtime_ns: int
-
-
-@dataclass
-class ScanResult:
-    notes: list[NoteFile] = field(default_factory=list)
-    attachments: list[str] = field(default_factory=list)
-    issues: list[ReadIssue] = field(default_factory=list)
-
-
-@dataclass
-class ReadResult:
-    text: str | None  # None when the file was skipped
-    digest: str  # sha256 hex of the raw bytes ("" when they could not be read)
-    issues: list[ReadIssue] = field(default_factory=list)
-
-
-def nfc(text: str) -> str:
-    return unicodedata.normalize("NFC", text)
-
-
-# -- scan -------------------------------------------------------------------------------------------------
-
-
-def scan_vault(root: Path, exclude: Sequence[str] = ()) -> ScanResult:
-    """List the vault's notes (`.md`, any case) and attachments, sorted by path.
-
-    Skips dot-files and dot-folders, Obsidian's Excluded files and the `exclude` globs (see
-    `wikirag.ignore`). Symlinks inside the vault are followed once (cycles guarded, real folders win);
-    symlinks that lead outside it are not followed and are reported.
-    """
-    root = Path(root)
-    if not root.is_dir():
-        raise VaultNotFound(f"vault folder not found: {root}")
-    rules, issues = IgnoreRules.for_vault(root, exclude)
-    result = _scan(root, rules)
-    result.issues[:0] = issues
-    return result
-
-
-def _scan(root: Path, rules: IgnoreRules) -> ScanResult:
-    out = ScanResult()
-    real_root = os.path.realpath(root)
-    seen_dirs: set[tuple[int, int]] = set()
-    seen_paths: dict[str, str] = {}  # NFC path -> first on-disk spelling
-    stack: list[tuple[str, str]] = [(str(root), "")]
-    linked_dirs: list[tuple[str, str]] = []  # symlinked folders, walked after every real one
-    try:
-        st = os.stat(root)
-        seen_dirs.add((st.st_dev, st.st_ino))
-    except OSError:
-        pass
-    while stack or linked_dirs:
-        if not stack:
-            linked_dirs.sort(key=lambda d: d[1])
-            stack.append(linked_dirs.pop(0))
-        dir_abs, dir_rel = stack.pop()
-        if dir_rel:
-            try:
-                st = os.stat(dir_abs)
-            except OSError as exc:
-                out.issues.append(ReadIssue(dir_rel, f"cannot open folder ({_why(exc)}); skipped", True))
-                continue
-            if (st.st_dev, st.st_ino) in seen_dirs:
-                continue  # a symlink back to a folder already walked: the loop guard
-            seen_dirs.add((st.st_dev, st.st_ino))
-        try:
-            with os.scandir(dir_abs) as it:
-                entries = sorted(it, key=lambda e: e.name)
-        except OSError as exc:
-            out.issues.append(ReadIssue(dir_rel or ".", f"cannot list folder ({_why(exc)}); skipped", True))
-            continue
-        subdirs: list[tuple[str, str]] = []
-        for entry in entries:
-            name = entry.name
-            if name.startswith("."):
-                continue
-            disk_rel = f"{dir_rel}/{name}" if dir_rel else name
-            rel = nfc(disk_rel)
-            if _undecodable(rel):
-                shown = rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-                out.issues.append(ReadIssue(shown, "file name is not valid UTF-8 text; skipped", True))
-                continue
-            try:
-                link = entry.is_symlink()
-                if link and not _inside(os.path.realpath(entry.path), real_root):
-                    out.issues.append(ReadIssue(rel, "symlink leads outside the vault; not followed", True))
-                    continue
-                is_dir = entry.is_dir()
-                is_file = not is_dir and entry.is_file()
-            except OSError as exc:
-                out.issues.append(ReadIssue(rel, f"cannot read ({_why(exc)}); skipped", True))
-                continue
-            if is_dir:
-                if not rules.folder_ignored(rel):
-                    (linked_dirs if link else subdirs).append((entry.path, rel))
-                continue
-            if not is_file:
-                if link:
-                    out.issues.append(ReadIssue(rel, "broken symlink; skipped", True))
-                continue
-            if rules.file_ignored(rel):
-                continue
-            if rel in seen_paths:
-                first = seen_paths[rel]
-                out.issues.append(
-                    ReadIssue(rel, f"same name as {first!r} after Unicode normalisation (NFC); skipped", True)
-                )
-                continue
-            seen_paths[rel] = disk_rel
-            if is_note(name):
-                try:
-                    st = entry.stat()
-                except OSError as exc:
-                    out.issues.append(ReadIssue(rel, f"cannot read ({_why(exc)}); skipped", True))
-                    continue
-                out.notes.append(NoteFile(rel, Path(entry.path), st.st_size, st.st_mtime_ns))
-            else:
-                out.attachments.append(rel)
-        stack.extend(reversed(subdirs))  # walk folders in name order
-    out.notes.sort(key=lambda n: n.path)
-    out.attachments.sort()
-    return out
-
-
-def _inside(real: str, real_root: str) -> bool:
-    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
-
-
-def _undecodable(name: str) -> bool:
-    """Names that were not UTF-8 on disk arrive with lone surrogates; they cannot be printed or linked."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
-def _why(exc: OSError) -> str:
-    return exc.strerror or type(exc).__name__
-
-
-# -- read -------------------------------------------------------------------------------------------------
-
-
-def read_note(abs_path: Path, rel: str, max_bytes: int = MAX_NOTE_BYTES) -> ReadResult:
-    """Read one note as Obsidian would show it; problems become one ReadIssue, never an exception.
-
-    UTF-8 (a BOM is dropped), line ends normalised to "\\n". NUL bytes are removed and invalid UTF-8 is
-    replaced (U+FFFD), both reported. Skipped, with `skipped=True`: files over `max_bytes`, UTF-16 files,
-    files that look binary (8 or more NULs, over 1% of the first 8 KiB; or over 5% control bytes there)
-    and files that cannot be read.
-    """
-    try:
-        data = _read_bytes(abs_path, max_bytes)
-    except _TooLarge as exc:
-        return _skipped(rel, f"larger than {_size(max_bytes)} ({_size(exc.size)}); skipped")
-    except FileNotFoundError:
-        return _skipped(rel, "vanished before it could be read; skipped")
-    except OSError as exc:
-        return _skipped(rel, f"cannot read ({_why(exc)}); skipped")
-    digest = hashlib.sha256(data).hexdigest()
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return _skipped(rel, "UTF-16 text (only UTF-8 is read); skipped", digest)
-    sample_nuls = data.count(0, 0, BINARY_SAMPLE)
-    if sample_nuls >= BINARY_MIN_NULS and sample_nuls > BINARY_NUL_SHARE * min(len(data), BINARY_SAMPLE):
-        return _skipped(rel, f"looks binary ({sample_nuls} NUL bytes in the first 8 KiB); skipped", digest)
-    sample = data[:BINARY_SAMPLE]
-    controls = len(sample) - len(sample.translate(None, _CONTROL_BYTES))
-    if len(sample) >= 64 and controls > BINARY_CONTROL_SHARE * len(sample):
-        # Text, even in the wrong encoding, has almost no control bytes; random or packed data ~11%.
-        return _skipped(rel, f"looks binary ({controls:,} control bytes in the first 8 KiB); skipped", digest)
-
-    problems: list[str] = []
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        text = data.decode("utf-8", "replace")
-        bad = text.count("\ufffd") - data.count("\ufffd".encode())
-        problems.append(f"{_n(bad, 'invalid UTF-8 sequence')} replaced (first at byte {exc.start})")
-    nuls = data.count(0)
-    if nuls:
-        text = text.replace("\0", "")
-        problems.insert(0, f"{_n(nuls, 'NUL byte')} removed")
-    text = normalize_text(text)
-    if len(text) > LONG_LINE:
-        longest = max(map(len, text.split("\n")))
-        if longest > LONG_LINE:
-            problems.append(f"a line of {longest:,} characters (over {LONG_LINE:,}), kept")
-    return ReadResult(text, digest, [ReadIssue(rel, "; ".join(problems))] if problems else [])
-
-
-class _TooLarge(Exception):
-    def __init__(self, size: int) -> None:
-        self.size = size
-
-
-def _read_bytes(path: Path, max_bytes: int) -> bytes:
-    """The file's bytes; _TooLarge past `max_bytes`. Raw os calls: no buffered file object."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
-    try:
-        size = os.fstat(fd).st_size
-        if size > max_bytes:
-            raise _TooLarge(size)
-        data = os.read(fd, size + 1)  # a short read on a regular file means end of file
-        if len(data) > size:  # it grew since fstat: read on, up to the limit
-            chunks, total = [data], len(data)
-            while total <= max_bytes and (chunk := os.read(fd, 65536)):
-                chunks.append(chunk)
-                total += len(chunk)
-            if total > max_bytes:
-                raise _TooLarge(total)
-            data = b"".join(chunks)
-    finally:
-        os.close(fd)
-    return data
-
-
-def _skipped(rel: str, message: str, digest: str = "") -> ReadResult:
-    return ReadResult(None, digest, [ReadIssue(rel, message, skipped=True)])
-
-
-def _size(size: int) -> str:
-    return f"{size / 1024 / 1024:.1f} MiB" if size >= 1024 * 1024 else f"{size:,} bytes"
-
-
-def _n(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
-# -- the model --------------------------------------------------------------------------------------------
+from wikirag.vault.read import MAX_NOTE_BYTES, inside_folder, nfc, read_note, scan_files
 
 
 class Vault:
@@ -306,7 +55,7 @@ class Vault:
         rules, issues = IgnoreRules.for_vault(root, exclude)
         vault = cls(root, rules, max_bytes)
         with _cyclic_gc_paused():
-            scan = _scan(root, rules)
+            scan = scan_files(root, rules)
             vault.issues = issues + scan.issues
             for note in scan.notes:
                 read = read_note(note.abs_path, note.path, max_bytes)
@@ -403,7 +152,7 @@ class Vault:
 
     # -- bookkeeping ------------------------------------------------------------------------------------
     def _within_vault(self, abs_path: Path) -> bool:
-        return _inside(os.path.realpath(abs_path), self._real_root)
+        return inside_folder(os.path.realpath(abs_path), self._real_root)
 
     def _link(self, source: str) -> None:
         """(Re)resolve one note's links and update backlinks and the name index."""
@@ -484,17 +233,3 @@ def _discard(table: dict[str, set[str]], key: str, value: str) -> None:
         if not bucket:
             del table[key]
 
-
-def read_note_files(vault: Any, paths: list[str]) -> dict[str, str]:
-    """The note files as a vanilla LightRAG user would insert them (frontmatter included)."""
-    out = {}
-    root = getattr(vault, "root", None)
-    for path in paths:
-        where = vault.abs_path(path) if hasattr(vault, "abs_path") else (
-            os.path.join(root, path) if root is not None else None)
-        try:
-            with open(where, encoding="utf-8", errors="replace", newline="") as fh:
-                out[path] = normalize_text(fh.read())
-        except (OSError, TypeError):
-            out[path] = vault.notes[path].body
-    return out

@@ -1,0 +1,93 @@
+"""What every command shares: the Typer app, the one-line failure, the shared options and the config they
+build. Command modules register on `app`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+from rich.console import Console
+
+from wikirag import __version__
+from wikirag.settings import WikiragConfig, load_config
+
+app = typer.Typer(
+    name="wikirag",
+    help="Graph RAG over Obsidian vaults: the graph comes from your \\[\\[wikilinks]].",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def fail(message: str) -> NoReturn:
+    """One line on stderr, exit status 1: how every user error ends."""
+    typer.echo(f"Error: {message}", err=True)
+    raise typer.Exit(1)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"wikirag {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Show the version and exit."),
+    ] = False,
+) -> None:
+    """Graph RAG over Obsidian vaults.
+
+    Example:
+
+        wikirag stats ~/Notes
+    """
+
+
+VaultArg = Annotated[Path, typer.Argument(metavar="VAULT", help="The Obsidian vault folder.", show_default=False)]
+
+
+RouteOpt = Annotated[
+    list[str] | None,
+    typer.Option("--route", metavar="[GLOB=]ROUTE", help="Force inject|extract|skip (repeatable)."),
+]
+
+
+StoreOpt = Annotated[
+    Path | None, typer.Option("--store", help="Store folder (default: VAULT/.wikirag; env WIKIRAG_STORE).")
+]
+
+
+ConfigOpt = Annotated[Path | None, typer.Option("--config", help="Config file (default: VAULT/wikirag.toml).")]
+
+
+ExcludeOpt = Annotated[
+    list[str] | None, typer.Option("--exclude", metavar="GLOB", help="Leave out matching paths (repeatable).")
+]
+
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+
+
+LLMOpt = Annotated[
+    str | None, typer.Option("--llm", metavar="PROVIDER:MODEL", help="LLM, e.g. openai:gpt-4o-mini (env WIKIRAG_LLM).")
+]
+
+
+def build_config(vault: Path, *, store: Path | None = None, config_file: Path | None = None,
+            exclude: list[str] | None = None, llm: str | None = None, llm_concurrency: int | None = None,
+            route: list[str] | None = None) -> WikiragConfig:
+    return load_config(
+        vault, store=store, config_file=config_file, exclude=exclude,
+        overrides={"llm": {"model": llm, "concurrency": llm_concurrency}}, route_overrides=route,
+    )
+
+
+def stderr_console() -> Console:
+    return Console(stderr=True, soft_wrap=True, highlight=False)
+

@@ -1,0 +1,157 @@
+"""What a run will do, from the vault and the ledger alone (no LightRAG): each note's entity name, route and
+*signature* (a hash of its bytes, its name, what each of its links resolves to and, for extraction, the
+model and hint), compared with the ledger's to sort notes into new, changed, unchanged and deleted. This is
+how a new note named X turns other notes' unresolved [[X]] into edges without touching their files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from wikirag.graph.contribution import note_type
+from wikirag.graph.hygiene import EntityNames
+from wikirag.graph.naming import attachment_name, note_entity_names, unresolved_name
+from wikirag.index.ledger import Ledger
+from wikirag.lightrag.prompts import prompt_example_names
+from wikirag.lightrag.tokens import get_encoding
+from wikirag.models import ParsedNote
+from wikirag.plan.hints import note_hint
+from wikirag.plan.routing import RouteDecision, route_vault
+from wikirag.settings import WikiragConfig
+from wikirag.vault.model import Vault
+
+DERIVATION_VERSION = 1  # bump when note_contribution's output changes for the same input
+
+
+@dataclass
+class Plan:
+    """What a run will do, computed from the vault and the ledger alone (no LightRAG)."""
+
+    vault: Vault
+    names: dict[str, str]
+    unresolved: dict[str, str]
+    signatures: dict[str, str]
+    decisions: dict[str, RouteDecision] = field(default_factory=dict)
+    hints: dict[str, str] = field(default_factory=dict)  # extract-routed notes only
+    llm_model: str = ""  # "" when no LLM is configured: extract-routed notes wait as pending
+    new: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    deferred: set[str] = field(default_factory=set)  # extract-routed notes left pending by --budget
+    body_tokens: dict[str, int] = field(default_factory=dict)
+
+    def extracting(self, path: str) -> bool:
+        return bool(self.llm_model) and self.decisions[path].route == "extract" and path not in self.deferred
+
+    @property
+    def to_process(self) -> list[str]:
+        return sorted(self.new + self.changed)
+
+
+def unresolved_names(vault: Vault, names: dict[str, str]) -> dict[str, str]:
+    """Canonical entity name per casefolded unresolved target: a note entity with that name if one
+    exists (the same thing, written before its note was), else the smallest spelling seen."""
+    by_casefold = {name.casefold(): name for name in names.values()}
+    spellings: dict[str, set[str]] = {}
+    for path in vault.notes:
+        for link, resolution in vault.outgoing(path):
+            if resolution.status == "unresolved":
+                name = unresolved_name(link)
+                if name:
+                    spellings.setdefault(name.casefold(), set()).add(name)
+    return {key: by_casefold.get(key, min(values)) for key, values in spellings.items()}
+
+
+def note_signature(vault: Vault, path: str, names: dict[str, str], unresolved: dict[str, str],
+               config: WikiragConfig, extraction: list[str]) -> str:
+    """A hash of everything the note's records derive from; `extraction` is [] for injected notes."""
+    targets = []
+    for link, resolution in vault.outgoing(path):
+        if resolution.path and resolution.is_attachment:
+            targets.append("a:" + attachment_name(resolution.path))
+        elif resolution.path:
+            targets.append("n:" + names[resolution.path])
+        else:
+            targets.append("u:" + unresolved.get(unresolved_name(link).casefold(), ""))
+    payload = [
+        DERIVATION_VERSION,
+        vault.digests[path],
+        names[path],
+        config.index.chunk_token_size,
+        config.index.chunk_overlap_token_size,
+        config.index.encoding,
+        config.index.default_note_type,
+        targets,
+        extraction,
+    ]
+    return stable_digest(payload)
+
+
+def stable_digest(payload: Any) -> str:
+    return hashlib.sha1(json.dumps(payload, ensure_ascii=False, sort_keys=True).encode()).hexdigest()
+
+
+def entity_names_table(vault: Vault, names: dict[str, str], default_type: str) -> EntityNames:
+    """Every note entity with its type and aliases: what LLM-extracted names are matched against."""
+    table = EntityNames(examples=prompt_example_names())
+    for path in sorted(vault.notes):
+        note = vault.notes[path]
+        table.add(names[path], note_type(note, default_type), [note.title, *note.aliases])
+    return table
+
+
+def plan_index(config: WikiragConfig, ledger: Ledger, vault: Vault | None = None,
+               cache: dict[str, tuple[str, ParsedNote, int]] | None = None) -> Plan:
+    """What a run will do. `cache` (parsecache) spares re-parsing and re-counting unchanged notes."""
+    cache = cache or {}
+    vault = vault or Vault.load(config.vault, exclude=config.exclude,
+                                parsed={p: (d, n) for p, (d, n, _) in cache.items()})
+    encoder = get_encoding(config.index.encoding)
+    body_tokens = {  # counted as routing counts them
+        p: cached[2] if (cached := cache.get(p)) and cached[0] == vault.digests[p]
+        else len(encoder.encode_ordinary(note.body.strip()))
+        for p, note in vault.notes.items()
+    }
+    names = note_entity_names(vault.notes)
+    unresolved = unresolved_names(vault, names)
+    decisions = route_vault(vault, config.route, config.route_overrides, encoding=config.index.encoding,
+                            body_tokens=body_tokens)
+    plan = Plan(vault, names, unresolved, {}, decisions, llm_model=config.llm.model, body_tokens=body_tokens)
+    default_type = config.index.default_note_type
+    table_digest = ""
+    for path in sorted(vault.notes):
+        decision = decisions[path]
+        if decision.route == "skip":
+            plan.skipped.append(path)
+            continue
+        extraction: list[str] = []
+        if decision.route == "extract":
+            if plan.llm_model:  # the hint matters (and costs time to build) only when an LLM will read it
+                note = vault.notes[path]
+                plan.hints[path] = note_hint(note, vault.outgoing(path), names, vault.notes,
+                                             note_type(note, default_type))
+                if not table_digest:  # hygiene depends on every note's names and types
+                    table_digest = stable_digest(sorted(
+                        (names[p], note_type(n, default_type), sorted(n.aliases)) for p, n in vault.notes.items()))
+                extraction = [plan.llm_model, config.index.gleaning, stable_digest(plan.hints[path]), table_digest]
+            else:
+                extraction = ["pending"]
+        plan.signatures[path] = note_signature(vault, path, names, unresolved, config, extraction)
+    for path, signature in sorted(plan.signatures.items()):
+        entry = ledger.notes.get(path)
+        if entry is None:
+            plan.new.append(path)
+        elif entry.signature != signature or entry.status == "extracting" or (
+            entry.status == "pending_extraction" and plan.extracting(path)
+        ):
+            plan.changed.append(path)
+        else:
+            plan.unchanged.append(path)
+    plan.deleted = sorted(set(ledger.notes) - set(plan.signatures))
+    return plan
+

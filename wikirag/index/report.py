@@ -1,0 +1,76 @@
+"""What an index run did, as one result object (`--json` prints it; field names are the contract).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from wikirag.index.ledger import Ledger
+from wikirag.index.planning import Plan
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class IndexReport:
+    vault: str
+    store: str
+    workspace: str
+    dry_run: bool = False
+    notes_total: int = 0
+    notes_new: int = 0
+    notes_changed: int = 0  # includes notes whose links changed meaning
+    notes_unchanged: int = 0
+    notes_deleted: int = 0
+    notes_indexed: int = 0
+    notes_injected: int = 0
+    notes_failed: int = 0
+    notes_pending_extraction: int = 0
+    notes_extracted: int = 0
+    notes_skipped: int = 0
+    llm_failures: int = 0
+    budget_usd: float | None = None
+    estimated_usd: float = 0.0  # list-price estimate of the extraction this run did (with --budget)
+    notes_over_budget: int = 0  # extract-routed notes left pending because of --budget
+    entities: int = 0
+    relations: int = 0
+    chunks: int = 0
+    chunks_written: int = 0
+    chunks_deleted: int = 0
+    entities_written: int = 0
+    entities_deleted: int = 0
+    relations_written: int = 0
+    relations_deleted: int = 0
+    embedding_calls: int = 0
+    embedding_texts: int = 0
+    llm_calls: int = 0
+    llm_input_tokens: int = 0
+    llm_output_tokens: int = 0
+    recovered_pending: bool = False
+    entity_merges: list[str] = field(default_factory=list)  # LLM names merged into known entities
+    entities_dropped: list[str] = field(default_factory=list)  # LLM entities not grounded in the text
+    seconds: float = 0.0
+    issues: list[str] = field(default_factory=list)
+
+
+def fill_plan_counts(report: IndexReport, plan: Plan, ledger: Ledger) -> None:
+    report.notes_total = len(plan.vault.notes)
+    report.notes_new = len(plan.new)
+    report.notes_changed = len(plan.changed)
+    report.notes_unchanged = len(plan.unchanged)
+    report.notes_deleted = len(plan.deleted)
+    report.issues = [f"{i.path}: {i.message}" for i in plan.vault.issues] + [
+        f"{path}: {note.frontmatter_error}" for path, note in sorted(plan.vault.notes.items())
+        if note.frontmatter_error
+    ]
+    report.notes_failed = sum(1 for i in plan.vault.issues if i.skipped and i.path.lower().endswith(".md"))
+    report.notes_skipped = len(plan.skipped)
+
+
+def fill_totals(report: IndexReport, ledger: Ledger) -> None:
+    report.notes_pending_extraction = sum(1 for e in ledger.notes.values() if e.status == "pending_extraction")
+    report.entities = len(ledger.entity_index())
+    report.relations = len(ledger.relation_index())
+    report.chunks = sum(len(e.chunk_ids) for e in ledger.notes.values())
+

@@ -1,0 +1,123 @@
+"""One scenario's LLM calls and tokens, note by note: extraction and gleaning calls per chunk (gleaning only
+when it fits), identical prompts answered from LightRAG's cache, and description-summary calls replayed
+merge by merge for vanilla; then the dollars at the model's price.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from wikirag.lightrag.prompts import (
+    PromptSizes,
+)
+from wikirag.plan.chunk_plans import PlannedChunk
+from wikirag.plan.cost_settings import CostSettings
+from wikirag.plan.mentions import cap_mentions, sentence_names
+from wikirag.plan.merges import MergeModel
+from wikirag.plan.prices import ModelPrice
+from wikirag.plan.results import ScenarioCost
+
+
+class Scenario:
+    """One scenario's LightRAG: documents go through extraction and merging in insertion order."""
+
+    def __init__(self, s: CostSettings, sizes: PromptSizes, gleaning: int, price: ModelPrice, enc: Any, *,
+                 lightrag_merges: bool) -> None:
+        self.s, self.sizes, self.gleaning, self.price, self.enc = s, sizes, gleaning, price, enc
+        # vanilla: ainsert, so LightRAG drops duplicate documents and merges (summarises) descriptions.
+        # wikirag: the pipeline calls LightRAG's extraction step only and merges fragments itself, joining
+        # descriptions without an LLM: no duplicate-document check, no summary calls.
+        self.lightrag_merges = lightrag_merges
+        self.merges = MergeModel(s, sizes, enc)
+        self.seen_docs: dict[str, str] = {}
+        self.seen_prompts: set[tuple[str, str]] = set()
+        self.output_cap = s.max_total_records * s.record_tokens
+        self._crumb_tokens: dict[str, int] = {}
+        cacheable = price.cached_input is not None
+        self.cache_min = price.cache_min_tokens if cacheable else math.inf
+
+    def document(self, path: str, content: str, chunks: list[PlannedChunk],
+                 hint: int) -> tuple[ScenarioCost, str | None]:
+        """The cost of inserting one document; (empty cost, first path) when LightRAG drops it as a duplicate."""
+        cost = ScenarioCost(notes=1, chunks=len(chunks))
+        if not content:
+            return cost, None
+        if self.lightrag_merges:
+            if content in self.seen_docs:
+                return ScenarioCost(), self.seen_docs[content]
+            self.seen_docs[content] = path
+        sz, s = self.sizes, self.s
+        entity_counts: dict[str, int] = {}
+        relation_counts: dict[tuple[str, str], int] = {}
+        calls = glean = tokens_in = tokens_out = cached = embedded = extract_in = glean_in_total = records = 0
+        for chunk in chunks:
+            embedded += chunk.tokens
+            names = chunk.names if chunk.names is not None else sentence_names(chunk.text)
+            if not self.lightrag_merges:  # only the vector count needs them: about one record a name
+                records += min(sum(map(len, names)), s.max_total_records)
+            else:
+                entities, relations = cap_mentions(names, s.max_entity_records, s.max_total_records)
+                if len(chunks) == 1:  # the common case: one fragment each
+                    entity_counts, relation_counts = dict.fromkeys(entities, 1), dict.fromkeys(relations, 1)
+                else:
+                    for e in entities:
+                        entity_counts[e] = entity_counts.get(e, 0) + 1
+                    for r in relations:
+                        relation_counts[r] = relation_counts.get(r, 0) + 1
+            # LightRAG's LLM cache key is the prompt; wikirag inserts the hint after the key is taken
+            key = (chunk.text, chunk.breadcrumb)
+            if key in self.seen_prompts:  # the same prompt again: LightRAG's LLM cache answers it
+                continue
+            self.seen_prompts.add(key)
+            user = sz.user_fixed + chunk.tokens + hint
+            if chunk.breadcrumb:
+                user += sz.section_fixed + self.crumb_tokens(chunk.breadcrumb)
+            out = round(min(s.output_ratio * chunk.tokens, self.output_cap))
+            calls += 1
+            tokens_in += sz.system + user
+            extract_in += sz.system + user
+            tokens_out += out
+            if sz.system >= self.cache_min:
+                cached += sz.system
+            glean_in = sz.system + user + out + sz.continue_prompt
+            if self.gleaning > 0 and glean_in <= s.max_extract_input_tokens:
+                glean += 1
+                tokens_in += glean_in
+                glean_in_total += glean_in
+                tokens_out += round(s.gleaning_output_ratio * out)
+                if sz.system + user >= self.cache_min:  # the extraction call just sent this prefix
+                    cached += sz.system + user
+        cost.extraction_calls, cost.gleaning_calls = calls, glean
+        cost.extraction_input_tokens, cost.gleaning_input_tokens = extract_in, glean_in_total
+        records += len(entity_counts) + len(relation_counts)
+        cost.embedding_tokens = embedded + round(records * s.embed_record_tokens)
+        for counts, is_relation in ((entity_counts, False), (relation_counts, True)):
+            if not self.lightrag_merges:
+                break
+            for summary_in, summary_out in self.merges.merge(counts, is_relation):
+                cost.summary_calls += 1
+                cost.summary_input_tokens += summary_in
+                tokens_in += summary_in
+                tokens_out += summary_out
+        cost.input_tokens, cost.output_tokens, cost.cached_input_tokens = tokens_in, tokens_out, cached
+        cost.llm_calls = calls + glean + cost.summary_calls
+        price_cost(cost, self.price)
+        return cost, None
+
+    def crumb_tokens(self, crumb: str) -> int:
+        if crumb not in self._crumb_tokens:
+            self._crumb_tokens[crumb] = len(self.enc.encode_ordinary(crumb))
+        return self._crumb_tokens[crumb]
+
+
+def price_cost(cost: ScenarioCost, price: ModelPrice) -> None:
+    """Fill the three dollar figures of `cost` from its token counts."""
+    plain = cost.input_tokens * price.input + cost.output_tokens * price.output
+    cached_rate = price.cached_input if price.cached_input is not None else price.input
+    cached = ((cost.input_tokens - cost.cached_input_tokens) * price.input
+              + cost.cached_input_tokens * cached_rate + cost.output_tokens * price.output)
+    cost.usd = plain / 1e6
+    cost.usd_cached = cached / 1e6
+    cost.usd_batch = plain * (1 - price.batch_discount) / 1e6
+
