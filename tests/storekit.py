@@ -73,7 +73,7 @@ def snapshot(config: WikiragConfig) -> dict:
         return sorted(r["__id__"] for r in json.loads(path.read_text())["data"]) if path.exists() else []
 
     chunks = {k: (v["content"], v["file_path"]) for k, v in kv("text_chunks").items()}
-    ledger = json.loads((ws / "wikirag_ledger.json").read_text())
+    ledger = ledger_doc(ws)
     return {
         "nodes": nodes,
         "edges": edges,
@@ -94,3 +94,14 @@ def copy_vault(src: Path, dst: Path) -> Path:
 
     shutil.copytree(src, dst, ignore=shutil.ignore_patterns(".wikirag"))
     return dst
+
+
+def ledger_doc(workspace_dir: Path) -> dict:
+    """The ledger document of a file-store workspace (rows in wikirag_index.sqlite), as one dict."""
+    from wikirag.storage.sqlite_store import SqliteLedgerStore
+
+    store = SqliteLedgerStore(workspace_dir)
+    try:
+        return store.load() or {}
+    finally:
+        store.close()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.storekit import HashEmbedding, copy_vault, snapshot
+from tests.storekit import HashEmbedding, copy_vault, ledger_doc, snapshot
 from wikirag.errors import StoreLocked, StoreMismatch
 from wikirag.graph.contribution import plain_text
 from wikirag.graph.naming import note_entity_names
@@ -254,17 +254,18 @@ def test_kill_9_during_index_then_the_next_run_completes(tmp_path, after_first_w
         (vault / f"Note {i}.md").write_text(text)
     store = tmp_path / "store"
     config = load_config(vault, store=store)
-    ledger_file = config.workspace_dir / "wikirag_ledger.json"
+    ledger_file = config.workspace_dir / "wikirag_index.sqlite"
     env = {**os.environ, "WIKIRAG_INDEX_BATCH_SIZE": "10"}  # many flushes: many places to die
     proc = subprocess.Popen([sys.executable, "-m", "wikirag.cli", "index", str(vault), "--store", str(store),
                              "--json"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     deadline = time.monotonic() + 120
-    while not ledger_file.exists() and time.monotonic() < deadline and proc.poll() is None:
+    while time.monotonic() < deadline and proc.poll() is None and not (
+            ledger_file.exists() and ledger_doc(config.workspace_dir)):  # the first write-ahead committed
         time.sleep(0.01)
     time.sleep(after_first_write)
     proc.send_signal(signal.SIGKILL)
     proc.wait(10)
-    killed = json.loads(ledger_file.read_text())
+    killed = ledger_doc(config.workspace_dir)
     assert len(killed["notes"]) < 150 or any(killed["pending"].values()), "the kill came after the run ended"
     report = run_index(config)  # the real embedder, as the killed run used
     assert report.notes_total == 150

@@ -95,11 +95,13 @@ async def extract_one(rag: Any, hinting: HintingLLM, plan: Plan, path: str, cont
         entry.status, entry.error = "pending_extraction", f"{type(exc).__name__}: {exc}"[:300]
         report.issues.append(f"{path}: extraction failed, will retry: {entry.error}")
         report.llm_failures += 1
+        ledger.notes[path] = entry  # set again: saved as a row and re-indexed
         return Pending()
     entry.entities = entry.entities + result.entities
     entry.relations = entry.relations + result.relations
     entry.status, entry.error = "indexed", None
     entry.hint_digest, entry.cache_keys = hint_digest, result.cache_keys
+    ledger.notes[path] = entry  # set again: saved as a row and its new fragments indexed
     report.notes_extracted += 1
     report.entity_merges += log.merges
     report.entities_dropped += log.dropped
