@@ -240,7 +240,6 @@ def test_the_store_is_a_plain_lightrag_working_dir(vault, tmp_path):
 @pytest.mark.parametrize("after_first_write", [0.0, 0.4])
 def test_kill_9_during_index_then_the_next_run_completes(tmp_path, after_first_write):
     """SIGKILL the real `wikirag index` after its first write-ahead; the next run must equal a fresh index."""
-    import json
     import os
     import signal
     import subprocess
