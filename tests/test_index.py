@@ -274,15 +274,37 @@ def test_kill_9_during_index_then_the_next_run_completes(tmp_path, after_first_w
 
 
 def test_the_parse_cache_is_only_a_shortcut(vault, tmp_path):
-    from wikirag.index.parsecache import CACHE_FILENAME
+    import sqlite3
 
     config, _ = index(vault, tmp_path / "store")
-    cache_file = config.workspace_dir / CACHE_FILENAME
-    assert cache_file.exists()
-    cache_file.write_text("{not json")  # a damaged cache is ignored, never trusted
+    db = sqlite3.connect(config.workspace_dir / "wikirag_index.sqlite")
+    with db:
+        assert db.execute("SELECT count(*) FROM parsed_notes").fetchone()[0] > 10
+        db.execute("UPDATE parsed_notes SET note = '{not json'")  # a damaged cache is ignored, never trusted
+    db.close()
     note = vault / "projects" / "Bombe.md"
     note.write_text(note.read_text() + "\nAlso see [[Purple cipher]].\n")
     index(vault, tmp_path / "store")
+    fresh, _ = index(vault, tmp_path / "fresh")
+    assert snapshot(config) == snapshot(fresh)
+
+
+def test_notes_whose_stat_data_is_unchanged_are_not_read_again(vault, tmp_path, monkeypatch):
+    import os
+
+    import wikirag.vault.model as model
+
+    old = 1_600_000_000
+    for path in vault.rglob("*.md"):
+        os.utime(path, (old, old))  # not racy: modified long before the cache rows are written
+    config, _ = index(vault, tmp_path / "store")
+    reads: list[str] = []
+    real_read = model.read_note
+    monkeypatch.setattr(model, "read_note", lambda abs_path, rel, *a: reads.append(rel) or real_read(abs_path, rel, *a))
+    note = vault / "projects" / "Bombe.md"
+    note.write_text(note.read_text() + "\nAlso see [[Purple cipher]].\n")  # a new size and mtime
+    report = run_index(config, embedding_func=HashEmbedding().func())
+    assert reads == ["projects/Bombe.md"] and report.notes_changed >= 1
     fresh, _ = index(vault, tmp_path / "fresh")
     assert snapshot(config) == snapshot(fresh)
 

@@ -106,11 +106,13 @@ def entity_names_table(vault: Vault, names: dict[str, str], default_type: str) -
 
 
 def plan_index(config: WikiragConfig, ledger: Ledger, vault: Vault | None = None,
-               cache: dict[str, tuple[str, ParsedNote, int]] | None = None) -> Plan:
-    """What a run will do. `cache` (parsecache) spares re-parsing and re-counting unchanged notes."""
+               cache: dict[str, tuple[str, ParsedNote, int]] | None = None, scan: Any = None) -> Plan:
+    """What a run will do. `cache` (parsecache) spares re-reading, re-parsing and re-counting unchanged
+    notes; `scan` is the run's scan_vault result, so the vault is walked once."""
     cache = cache or {}
     vault = vault or Vault.load(config.vault, exclude=config.exclude,
-                                parsed={p: (d, n) for p, (d, n, _) in cache.items()})
+                                parsed={p: (d, n) for p, (d, n, _) in cache.items()},
+                                trusted=getattr(cache, "stats", None), scan=scan)
     encoder = get_encoding(config.index.encoding)
     body_tokens = {  # counted as routing counts them
         p: cached[2] if (cached := cache.get(p)) and cached[0] == vault.digests[p]

@@ -114,10 +114,10 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
         ledger = Ledger.load(open_ledger_store(config))
         _check_store(ledger, config)
         cache = load_parse_cache(config.workspace_dir, config.index.encoding) if vault is None else {}
-        plan = plan_index(config, ledger, vault, cache)
-        if vault is None and {p: c[0] for p, c in cache.items()} != plan.vault.digests:
+        plan = plan_index(config, ledger, vault, cache, scan=scan)
+        if vault is None:  # writes only the rows of notes that changed
             save_parse_cache(config.workspace_dir, config.index.encoding, plan.vault.notes, plan.vault.digests,
-                             plan.body_tokens)
+                             plan.body_tokens, cache, plan.vault.stats, plan.vault.clean)
         progress("scan", 1, 1)
         fill_plan_counts(report, plan, ledger)
         if budget_usd is not None and plan.llm_model:
