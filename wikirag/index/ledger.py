@@ -29,6 +29,7 @@ from wikirag.graph.records import EntityFragment, NoteContribution, RelationFrag
 from wikirag.storage.fs import LEDGER_FILENAME
 from wikirag.storage.ledger_store import LedgerStore
 from wikirag.storage.sqlite_store import SqliteLedgerStore
+from wikirag.vault.model import cyclic_gc_paused
 
 LEDGER_VERSION = 1
 
@@ -227,6 +228,11 @@ class Ledger:
     def load(cls, where: Path | LedgerStore) -> Ledger:
         """From a workspace folder (the SQLite file store) or any LedgerStore; `save()` writes back there."""
         store = SqliteLedgerStore(where) if isinstance(where, Path) else where
+        with cyclic_gc_paused():  # many long-lived objects, no cycles: see vault.model
+            return cls._load(store)
+
+    @classmethod
+    def _load(cls, store: LedgerStore) -> Ledger:
         data = store.load()
         if data is None:
             ledger = cls(store=store)
@@ -262,10 +268,12 @@ class Ledger:
 
     # --- derived views (kept current by NoteTable; read-only) ---
     def entity_index(self) -> Mapping[str, list[EntityFragment]]:
-        return self.notes.indexes()[0]
+        with cyclic_gc_paused():
+            return self.notes.indexes()[0]
 
     def relation_index(self) -> Mapping[tuple[str, str], list[RelationFragment]]:
-        return self.notes.indexes()[1]
+        with cyclic_gc_paused():
+            return self.notes.indexes()[1]
 
 
 def _entry_to_dict(entry: NoteEntry) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from typing import Any
 
 from wikirag.models import Heading, ParsedNote, WikiLink
 from wikirag.storage.sqlite_store import connect_index_db, get_doc, put_doc
+from wikirag.vault.model import cyclic_gc_paused
 
 CACHE_VERSION = 2
 RACY_NS = 2_000_000_000  # a file modified this close before its row was written may change unseen
@@ -58,8 +59,9 @@ def load_parse_cache(workspace_dir: Path, encoding: str) -> ParseCache:
             stats = conn.execute("SELECT path, size, mtime_ns, written_ns FROM parsed_stats").fetchall()
         finally:
             conn.close()
-        for path, digest, note, tokens in rows:
-            cache[path] = (digest, _note_from_dict(json.loads(note)), tokens)
+        with cyclic_gc_paused():
+            for path, digest, note, tokens in rows:
+                cache[path] = (digest, _note_from_dict(json.loads(note)), tokens)
         cache.stats = {p: (size, mtime) for p, size, mtime, written in stats
                        if p in cache and mtime < written - RACY_NS}
     except (sqlite3.Error, ValueError, TypeError, KeyError):

@@ -37,6 +37,7 @@ class Vault:
         self._abs: dict[str, Path] = {}
         self.stats: dict[str, tuple[int, int]] = {}  # note -> (size, mtime_ns) as scanned by `load`
         self.clean: set[str] = set()  # notes read without a problem by `load` (or taken from `trusted`)
+        self.touched: set[str] = set()  # notes parsed, relinked or removed since the last `take_touched()`
         self._index = LinkIndex()
         self._outgoing: dict[str, list[tuple[WikiLink, Resolution]]] = {}
         self._targets: dict[str, set[str]] = {}  # note -> files its links resolve to (itself excluded)
@@ -61,7 +62,7 @@ class Vault:
         rules, issues = IgnoreRules.for_vault(root, exclude)
         vault = cls(root, rules, max_bytes)
         trusted = trusted or {}
-        with _cyclic_gc_paused():
+        with cyclic_gc_paused():
             if scan is None:
                 scan = scan_files(root, rules)
                 vault.issues = issues + scan.issues
@@ -169,6 +170,12 @@ class Vault:
             self._forget(p)
         self.issues = [i for i in self.issues if i.path != path and not i.path.startswith(path + "/")]
 
+    def take_touched(self) -> set[str]:
+        """The notes whose parse or link resolutions changed (or that went away) since the last call:
+        what an incremental planner must look at again."""
+        touched, self.touched = self.touched, set()
+        return touched
+
     # -- bookkeeping ------------------------------------------------------------------------------------
     def _within_vault(self, abs_path: Path) -> bool:
         return inside_folder(os.path.realpath(abs_path), self._real_root)
@@ -176,6 +183,7 @@ class Vault:
     def _link(self, source: str) -> None:
         """(Re)resolve one note's links and update backlinks and the name index."""
         self._unlink(source)
+        self.touched.add(source)
         resolve = self._index.resolve
         links = self.notes[source].links
         pairs = [(link, resolve(link, source)) for link in links]
@@ -198,6 +206,7 @@ class Vault:
         self._relink(path)
 
     def _forget(self, path: str) -> None:
+        self.touched.add(path)
         if path in self.notes:
             del self.notes[path]
             self.digests.pop(path, None)
@@ -218,7 +227,7 @@ class Vault:
 
 
 @contextmanager
-def _cyclic_gc_paused() -> Iterator[None]:
+def cyclic_gc_paused() -> Iterator[None]:
     """Loading allocates millions of long-lived objects and makes no reference cycles; the cyclic
     collector would rescan the growing heap again and again (a quarter of load time). Pause it."""
     was_enabled = gc.isenabled()
