@@ -26,6 +26,11 @@ STORE_FILE_PATTERNS = (
 )
 
 
+# Ours too, but kept by `--rebuild`: the content-hash vector cache (lightrag.vector_cache). A vector depends
+# only on its text and the model, both in its key, so a rebuild re-embeds nothing it already has.
+KEPT_ACROSS_REBUILD = ("wikirag_vectors.sqlite", "wikirag_vectors.sqlite-wal", "wikirag_vectors.sqlite-shm")
+
+
 def is_store_file(path: Path) -> bool:
     return path.is_file() and not path.is_symlink() and any(fnmatch.fnmatchcase(path.name, p)
                                                            for p in STORE_FILE_PATTERNS)
@@ -39,7 +44,7 @@ def wipe_store_files(workspace_dir: Path) -> list[Path]:
     for child in sorted(workspace_dir.iterdir()):
         if is_store_file(child):
             child.unlink()
-        elif child.name != LOCK_FILENAME:
+        elif child.name != LOCK_FILENAME and child.name not in KEPT_ACROSS_REBUILD:
             kept.append(child)
     return kept
 
