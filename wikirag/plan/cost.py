@@ -244,13 +244,16 @@ class _OneNote:
         return list(self._outgoing)
 
 
-def estimate_for_config(config: Any, values: Mapping[str, Any] | None = None) -> CostEstimate:
+def estimate_for_config(config: Any, values: Mapping[str, Any] | None = None, *, vault: Any = None,
+                        body_tokens: Mapping[str, int] | None = None) -> CostEstimate:
     """Scan, route and estimate a configured vault: what `wikirag cost-estimate` runs. Reads only the
-    vault; needs no store and no LLM. `values` are command-line overrides of [cost] keys."""
+    vault; needs no store and no LLM. `values` are command-line overrides of [cost] keys. A caller that
+    has the vault loaded (and its body token counts) passes them (index.reads does, from the parse cache)."""
     from wikirag.plan.routing import route_vault
     from wikirag.vault.model import Vault
 
-    vault = Vault.load(config.vault, exclude=config.exclude)
-    decisions = route_vault(vault, config.route, config.route_overrides, encoding=config.index.encoding)
+    vault = vault or Vault.load(config.vault, exclude=config.exclude)
+    decisions = route_vault(vault, config.route, config.route_overrides, encoding=config.index.encoding,
+                            body_tokens=body_tokens)
     return estimate_vault(vault, decisions, CostSettings.from_config(config, values))
 
