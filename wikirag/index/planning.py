@@ -140,6 +140,10 @@ def plan_index(config: WikiragConfig, ledger: Ledger, vault: Vault | None = None
     plan = Plan(vault, names, unresolved, {}, decisions, llm_model=config.llm.model, body_tokens=body_tokens)
     default_type = config.index.default_note_type
     table_digest = ""
+    # Without an LLM a signature reads only the note, its links and the names: when no name changed, an
+    # untouched note keeps its signature (with one, hints read linked notes' text: always recompute).
+    reuse = (previous is not None and previous.vault is vault and not plan.llm_model
+             and previous.names == names and previous.unresolved == unresolved)
     for path in sorted(vault.notes):
         decision = decisions[path]
         if decision.route == "skip":
@@ -157,7 +161,10 @@ def plan_index(config: WikiragConfig, ledger: Ledger, vault: Vault | None = None
                 extraction = [plan.llm_model, config.index.gleaning, stable_digest(plan.hints[path]), table_digest]
             else:
                 extraction = ["pending"]
-        plan.signatures[path] = note_signature(vault, path, names, unresolved, config, extraction)
+        if reuse and path not in touched and path in previous.signatures:
+            plan.signatures[path] = previous.signatures[path]  # same bytes, links, names: same signature
+        else:
+            plan.signatures[path] = note_signature(vault, path, names, unresolved, config, extraction)
     for path, signature in sorted(plan.signatures.items()):
         entry = ledger.notes.get(path)
         if entry is None:
@@ -170,7 +177,6 @@ def plan_index(config: WikiragConfig, ledger: Ledger, vault: Vault | None = None
             plan.unchanged.append(path)
     plan.deleted = sorted(set(ledger.notes) - set(plan.signatures))
     return plan
-
 
 
 class _Part:
