@@ -144,14 +144,22 @@ class Run:
         return time.perf_counter() - started
 
     def warm_query(self) -> float:
-        from wikirag.query.retrieve import ask
+        """A query against a store already open (as `wikirag mcp` keeps it), after one to warm up."""
+        from wikirag.index.ledger import Ledger
+        from wikirag.index.run import open_ledger_store
+        from wikirag.lightrag.engine import open_engine
+        from wikirag.query.retrieve import query_store
 
-        kwargs = dict(self.kwargs)
-        ask(self.config, "warm up", mode="hybrid", context_only=True, **kwargs)
-        started = time.perf_counter()
-        ask(self.config, "How do notes on attention and memory connect?", mode="hybrid", context_only=True,
-            **kwargs)
-        return time.perf_counter() - started
+        async def go() -> float:
+            ledger = Ledger.load(open_ledger_store(self.config))
+            async with open_engine(self.config, **self.kwargs) as rag:
+                await query_store(self.config, "warm up", context_only=True, rag=rag, ledger=ledger)
+                started = time.perf_counter()
+                await query_store(self.config, "How do notes on attention and memory connect?", context_only=True,
+                                  rag=rag, ledger=ledger)
+                return time.perf_counter() - started
+
+        return asyncio.run(go())
 
 
 def run(vault: Path, embedding: str, storage: str, rounds: int, quiet: float) -> None:
@@ -159,7 +167,7 @@ def run(vault: Path, embedding: str, storage: str, rounds: int, quiet: float) ->
     server = None
     env: dict[str, str] = {}
     try:
-        copy = Path(shutil.copytree(vault, work / "vault", ignore=shutil.ignore_patterns(".wikirag")))
+        copy = Path(shutil.copytree(vault, work / "vault", ignore=shutil.ignore_patterns(".wikirag", ".obsidian")))
         if storage == "postgres":
             from tests.pgserver_fixture import start_private_server
 
@@ -170,7 +178,7 @@ def run(vault: Path, embedding: str, storage: str, rounds: int, quiet: float) ->
         notes = sum(1 for _ in copy.rglob("*.md"))
         files = sum(1 for p in copy.rglob("*") if p.is_file())
         print(f"vault: {notes} notes, {files - notes} other files; embedding {embedding}; storage {storage}")
-        r = Run(copy, work / "store", embedding, env)
+        r = Run(copy, copy / ".wikirag", embedding, env)  # the default place: cost-estimate and stats find it
         r.index("first index")
         r.index("no-change re-index")
         edited = sorted(copy.rglob("*.md"))[len(sorted(copy.rglob("*.md"))) // 2]
@@ -187,10 +195,10 @@ def run(vault: Path, embedding: str, storage: str, rounds: int, quiet: float) ->
               f"{_p(latencies, 0.95):.2f} s over {len(latencies)} saves (quiet period {quiet} s included)")
         if storage == "file":
             print(f"{'cost-estimate (CLI, cold)':<34} {_cli('cost-estimate', str(copy), '--json'):8.2f} s")
-            print(f"{'stats (CLI, cold)':<34} {_cli('stats', str(copy), '--json', '--store', str(work / 'x')):8.2f} s")
+            print(f"{'stats (CLI, cold)':<34} {_cli('stats', str(copy), '--json'):8.2f} s")
         print(f"{'query, cold process':<34} {r.fresh_process(_QUERY_CALL):8.2f} s")
         print(f"{'query, warm':<34} {r.warm_query():8.2f} s")
-        print(f"{'store on disk':<34} {_size_mb(work / 'store'):8.1f} MB" + (
+        print(f"{'store on disk':<34} {_size_mb(copy / '.wikirag'):8.1f} MB" + (
             "" if storage == "file" else " (local files only; the rows are in PostgreSQL)"))
     finally:
         if server is not None:

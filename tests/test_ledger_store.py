@@ -106,3 +106,21 @@ def test_the_entity_and_relation_indexes_follow_every_change(tmp_path: Path):
     entities, relations = _rebuilt(ledger)
     assert _same(ledger.entity_index(), entities) and _same(ledger.relation_index(), relations)
     assert len(ledger.entity_index()) == len(entities)
+
+
+def test_stats_graph_figures_from_the_ledger_equal_the_stores(tmp_path: Path):
+    from tests.storekit import HashEmbedding, copy_vault
+    from wikirag.index.reads import ledger_graph_stats
+    from wikirag.index.run import run_index
+    from wikirag.query.export import store_graph_stats
+    from wikirag.settings import load_config
+
+    vault = copy_vault(Path(__file__).resolve().parent.parent / "sample_vault", tmp_path / "vault")
+    config = load_config(vault, store=tmp_path / "store")
+    assert ledger_graph_stats(config) is None
+    run_index(config, embedding_func=HashEmbedding().func())
+    note = next(iter(sorted(vault.rglob("*.md"))))
+    note.write_text(note.read_text(encoding="utf-8") + "\nSee [[A brand new gap]].\n", encoding="utf-8")
+    run_index(config, embedding_func=HashEmbedding().func())
+    from_ledger = ledger_graph_stats(config)
+    assert from_ledger.nodes > 40 and from_ledger == store_graph_stats(config)

@@ -39,10 +39,10 @@ from wikirag.cli.render import (
     watch_status,
 )
 from wikirag.errors import WikiragError
-from wikirag.index.reads import read_vault
+from wikirag.index.reads import ledger_graph_stats, read_vault
 from wikirag.index.run import run_index
 from wikirag.index.watch import watch_vault
-from wikirag.query.export import export_graph, store_graph_stats
+from wikirag.query.export import export_graph
 from wikirag.query.retrieve import ask, find_vault
 from wikirag.vault.stats import compute_stats
 
@@ -76,7 +76,7 @@ def stats(
     try:
         config = build_config(vault, store=store)
         result = compute_stats(read_vault(config, exclude or ())[0])  # the index's parse cache, when there is one
-        graph = store_graph_stats(config)
+        graph = ledger_graph_stats(config)  # the ledger, not LightRAG's stores: same figures, no store load
     except WikiragError as exc:
         fail(str(exc))
     err = Console(stderr=True, soft_wrap=True, highlight=False)
