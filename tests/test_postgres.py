@@ -20,7 +20,7 @@ from wikirag.lightrag.storages import lightrag_env_vars, lightrag_environment, l
 from wikirag.storage.ledger_store import FileLedgerStore, LedgerConflict, PostgresLedgerStore, drop_workspace
 from wikirag.storage.locks import writer_lock
 from wikirag.storage.postgres import check_storage, connect, storage_unreachable
-from wikirag.storage.settings import StorageSettings
+from wikirag.storage.settings import StorageSettings, parse_dsn
 
 pytest.importorskip("psycopg", reason="the postgres extra is not installed: pip install 'wikirag[postgres]'")
 
@@ -86,6 +86,24 @@ def test_settings_come_from_toml_env_and_dsn_and_never_hold_a_toml_secret():
         StorageSettings.from_mapping({"backend": "sqlite"}, environ={})
     with pytest.raises(ConfigError, match="graph = 'PGVectorStorage'"):
         StorageSettings.from_mapping({"backend": "custom", "graph": "PGVectorStorage"}, environ={})
+
+
+@pytest.mark.parametrize(("dsn", "expected", "password"), [
+    ("postgresql://u:p%40ss@h:5433/db?sslmode=require",
+     {"user": "u", "host": "h", "port": 5433, "database": "db", "sslmode": "require"}, "p@ss"),
+    ("postgresql://u@/db?host=/var/run/postgresql", {"user": "u", "host": "/var/run/postgresql", "database": "db"},
+     None),
+    ("host=h port=5 dbname=x user=y password=z", {"user": "y", "host": "h", "port": 5, "database": "x"}, "z"),
+])
+def test_dsn_forms_libpq_accepts(dsn, expected, password):
+    assert parse_dsn(dsn) == (expected, password)
+
+
+@pytest.mark.parametrize("dsn", ["postgresql://u:secret-pw@h:abc/db", "mysql://u:secret-pw@h/db"])
+def test_a_bad_dsn_is_one_line_without_the_password(dsn):
+    with pytest.raises(ConfigError) as caught:
+        parse_dsn(dsn)
+    assert "secret-pw" not in str(caught.value) and "WIKIRAG_POSTGRES_DSN" in str(caught.value)
 
 
 def test_presets_and_pass_through_backends():
