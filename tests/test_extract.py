@@ -72,6 +72,31 @@ def test_extract_routed_notes_see_their_hint_on_every_chunk(vault, tmp_path):
     assert report.llm_calls == len(llm.calls)
 
 
+def test_a_prompt_that_lost_its_hint_stops_the_run(vault, tmp_path, monkeypatch):
+    """If a LightRAG upgrade moved the input-text block, no extraction may go out without its hint."""
+    from wikirag.lightrag import hinting
+
+    config = config_for(vault, tmp_path / "store")
+    monkeypatch.setattr(hinting, "_INPUT_FENCE", "---Input Text (moved)---\n")
+    llm = FakeLLM(keep_prompts=True)
+    with pytest.raises(hinting.HintNotApplied, match="refusing to extract without it"):
+        index(config, llm)
+    assert not any(HINT_TITLE in c.prompt for c in llm.calls)
+
+
+def test_every_extraction_prompt_counts_as_hinted(vault, tmp_path, monkeypatch):
+    from wikirag.index import run
+
+    made = []
+    original = run.hinting_llm
+    monkeypatch.setattr(run, "hinting_llm", lambda *a, **k: made.append(original(*a, **k)) or made[-1])
+    config = config_for(vault, tmp_path / "store")
+    llm = FakeLLM(keep_prompts=True)
+    index(config, llm)
+    asked = [c for c in llm.calls if c.kind in ("extract", "glean")]
+    assert asked and made[0].hinted == len(asked)
+
+
 def test_without_an_llm_extract_notes_wait_as_pending(vault, tmp_path):
     config = load_config(vault, store=tmp_path / "store")
     report = run_index(config, embedding_func=HashEmbedding().func())

@@ -17,7 +17,7 @@ from wikirag.index.ledger import Ledger, NoteEntry, Pending
 from wikirag.index.manifest import drop_manifest
 from wikirag.index.planning import Plan, entity_names_table, stable_digest
 from wikirag.index.report import IndexReport, Progress
-from wikirag.lightrag.hinting import HintingLLM
+from wikirag.lightrag.hinting import HintingLLM, HintNotApplied
 from wikirag.lightrag.tokens import lightrag_tokenizer
 from wikirag.lightrag.writer import StoreWriter
 from wikirag.settings import WikiragConfig
@@ -91,6 +91,8 @@ async def extract_one(rag: Any, hinting: HintingLLM, plan: Plan, path: str, cont
     log = HygieneLog()
     try:
         result = await extract_note(rag, hinting, path, contribution.doc_id, contribution.chunks, hint, table, log)
+    except HintNotApplied:
+        raise  # not this note's problem: every extraction would go out without its hint
     except Exception as exc:  # the LLM failed after its retries: the note waits, the run goes on
         entry.status, entry.error = "pending_extraction", f"{type(exc).__name__}: {exc}"[:300]
         report.issues.append(f"{path}: extraction failed, will retry: {entry.error}")
