@@ -62,7 +62,7 @@ def test_extract_routed_notes_see_their_hint_on_every_chunk(vault, tmp_path):
     assert all(HINT_TITLE in c.prompt for c in extract_calls)
     snap = snapshot(config)
     # the stored (embedded, retrieved) chunk text is the note's own text, never the hint
-    assert not any(HINT_TITLE in content for content, _ in snap["chunks"].values())
+    assert not any(HINT_TITLE in chunk["content"] for chunk in snap["chunks"].values())
     ledger = Ledger.load(config.workspace_dir)
     assert all(ledger.notes[p].status == "indexed" for p in routed)
     # extracted entities are in the graph, carrying the note they came from
@@ -180,7 +180,7 @@ def test_llm_names_matching_an_alias_become_that_notes_entity(tmp_path):
     assert "Turing" not in nodes
     assert "Essay.md" in nodes["Alan Turing"]["file_path"]
     assert any("'Turing' -> 'Alan Turing' (alias)" in m for m in report.entity_merges)
-    assert nodes["Alan Turing"]["type"] == "person"  # the frontmatter type wins over the LLM's
+    assert nodes["Alan Turing"]["entity_type"] == "person"  # the frontmatter type wins over the LLM's
 
 
 def test_a_budget_extracts_what_fits_and_leaves_the_rest_pending(vault, tmp_path):

@@ -13,7 +13,7 @@ from wikirag.graph.hygiene import EntityNames, HygieneLog
 from wikirag.graph.merge import merge_entity, merge_relation
 from wikirag.graph.records import NoteContribution
 from wikirag.index.extract import extract_note, purge_cached_extractions
-from wikirag.index.ledger import Ledger, NoteEntry, Pending
+from wikirag.index.ledger import Ledger, NoteEntry, Pending, chunks_digest
 from wikirag.index.manifest import drop_manifest
 from wikirag.index.planning import Plan, entity_names_table, stable_digest
 from wikirag.index.report import IndexReport, Progress
@@ -132,7 +132,9 @@ def pending_for(old: NoteEntry | None, new: NoteContribution | None) -> Pending:
     relations = {tuple(sorted((f.src, f.tgt))) for f in (old.relations if old else [])}
     relations |= {tuple(sorted((f.src, f.tgt))) for f in (new.relations if new else [])}
     return Pending(
-        chunk_notes={new.path} if new and (new_chunks - old_chunks) else set(),
+        # chunk ids hash the text alone: a new title changes the headings stored with the same ids
+        chunk_notes={new.path} if new and (new_chunks - old_chunks or old is None
+                                           or old.chunk_digest != chunks_digest(new)) else set(),
         delete_chunks=old_chunks - new_chunks,
         entities=entities,
         relations=relations,
