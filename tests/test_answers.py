@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -43,10 +44,8 @@ def answers_kept(workspace_dir: Path) -> set[str]:
     journal = workspace_dir / JOURNAL_FILENAME
     if journal.exists():
         for line in journal.read_text(encoding="utf-8").splitlines():
-            try:
+            with contextlib.suppress(ValueError):  # a line cut by the kill
                 keys |= set(json.loads(line))
-            except ValueError:
-                pass
     return {k for k in keys if ":extract:" in k}
 
 

@@ -183,6 +183,55 @@ def test_llm_names_matching_an_alias_become_that_notes_entity(tmp_path):
     assert nodes["Alan Turing"]["entity_type"] == "person"  # the frontmatter type wins over the LLM's
 
 
+class EchoesExamples(FakeLLM):
+    """Names LightRAG's own prompt examples (Tokyo, Noah Carter) and an invented firm in every answer."""
+
+    def extraction(self, text: str) -> str:
+        d = self.tuple_delimiter
+        lines = [f"entity{d}{name}{d}{kind}{d}{name} is mentioned." for name, kind in
+                 (("Tokyo", "location"), ("Noah Carter", "person"), ("Xanadu Holdings", "organization"))]
+        return "\n".join([*lines, self.completion])
+
+
+def test_a_prompt_example_name_is_dropped_only_when_the_text_does_not_name_it(tmp_path, monkeypatch):
+    from wikirag.index import planning
+
+    # LightRAG 1.5.7's examples are placeholders only; earlier versions' examples named real entities.
+    monkeypatch.setattr(planning, "prompt_example_names", lambda: frozenset({"Tokyo", "Noah Carter", "<entity_name>"}))
+    vault = tmp_path / "v"
+    vault.mkdir()
+    (vault / "Trip.md").write_text("---\nwikirag: extract\n---\nIn spring we flew to Tokyo for the conference.\n")
+    (vault / "Other.md").write_text("---\nwikirag: extract\n---\nA quiet week at home with the garden.\n")
+    config = config_for(vault, tmp_path / "store")
+    report = index(config, EchoesExamples())
+    nodes = snapshot(config)["nodes"]
+    assert "Trip.md" in nodes["Tokyo"]["file_path"] and "Other.md" not in nodes["Tokyo"]["file_path"]
+    assert "Noah Carter" not in nodes and "Xanadu Holdings" not in nodes
+    # the two filters are told apart in the report
+    assert "Other.md: 'Tokyo' (LightRAG prompt example)" in report.entities_dropped
+    assert "Trip.md: 'Noah Carter' (LightRAG prompt example)" in report.entities_dropped
+    assert "Trip.md: 'Xanadu Holdings' (not found in the text)" in report.entities_dropped
+
+
+def test_a_folder_type_and_the_llms_type_meet_for_a_fuzzy_merge(tmp_path):
+    vault = tmp_path / "v"
+    (vault / "people").mkdir(parents=True)
+    (vault / "people" / "Gordon Welchman.md").write_text("Head of Hut 6.\n")  # type "people", from its folder
+    (vault / "Essay.md").write_text("---\nwikirag: extract\n---\nGordon Welchmann ran Hut 6 in the war.\n")
+
+    class SaysPerson(FakeLLM):
+        def extraction(self, text: str) -> str:
+            d = self.tuple_delimiter
+            return "\n".join([f"entity{d}Gordon Welchmann{d}Person{d}Ran Hut 6.", self.completion])
+
+    config = config_for(vault, tmp_path / "store")
+    report = index(config, SaysPerson())
+    nodes = snapshot(config)["nodes"]
+    assert "Gordon Welchmann" not in nodes
+    assert "Essay.md" in nodes["Gordon Welchman"]["file_path"]
+    assert any("'Gordon Welchmann' -> 'Gordon Welchman' (fuzzy)" in m for m in report.entity_merges)
+
+
 def test_a_budget_extracts_what_fits_and_leaves_the_rest_pending(vault, tmp_path):
     (vault / "wikirag.toml").write_text("[cost]\nprice_in = 0.15\nprice_out = 0.60\n")  # the fake's price
     config = config_for(vault, tmp_path / "store")
