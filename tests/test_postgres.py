@@ -523,14 +523,11 @@ def test_index_on_postgres_equals_the_file_store_fresh_and_incremental(settings,
 
 def test_config_selects_postgres_and_the_ledger_and_lock_live_there(pg, settings, vector, tmp_path):
     """index, re-index with --rebuild, export, query, lock and doctor, chosen by wikirag.toml alone."""
-    from wikirag.settings import WikiragConfig, load_config
-
-    if "storage" not in WikiragConfig.__dataclass_fields__:
-        pytest.skip("engine/config/pipeline do not read [storage] yet (integration edits not applied)")
     from wikirag.cli.doctor import run_doctor
     from wikirag.index.run import StoreLock, run_index, store_exists
     from wikirag.query.export import read_graph
     from wikirag.query.retrieve import ask
+    from wikirag.settings import load_config
 
     vault = copy_vault(SAMPLE, tmp_path / "vault")
     (vault / "wikirag.toml").write_text('workspace = "integrated"\n[storage]\nbackend = "postgres"\n')
