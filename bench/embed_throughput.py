@@ -150,6 +150,7 @@ def main() -> None:
     parser.add_argument("--texts", type=Path, help="read collected texts from here instead of indexing")
     parser.add_argument("--in-flight", type=int, default=8, help="concurrent LightRAG calls (1: one by one)")
     parser.add_argument("--limit", type=int, help="only the first N recorded calls (a quicker sample)")
+    parser.add_argument("--stride", type=int, default=1, help="only every Nth recorded call (a quicker, mixed sample)")
     parser.add_argument("--skip", default="", help="comma list of measurements to skip: calls,one,kinds")
     args = parser.parse_args()
     if args.texts:
@@ -162,7 +163,7 @@ def main() -> None:
         parser.error("give a VAULT or --texts")
     skip = set(filter(None, args.skip.split(",")))
 
-    calls: list[list[str]] = data["calls"][: args.limit]
+    calls: list[list[str]] = data["calls"][:: args.stride][: args.limit]
     texts = [t for call in calls for t in call]
     kinds = data["kinds"]
     by_kind = {k: [t for t in texts if kinds.get(t, "other") == k] for k in (*KINDS, "other")}
