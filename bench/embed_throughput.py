@@ -44,8 +44,8 @@ def collect_texts(vault: Path) -> dict:
     from lightrag.utils import EmbeddingFunc
 
     from tests.storekit import _hash_embed_sync
-    from wikirag.config import load_config
-    from wikirag.pipeline import run_index
+    from wikirag.index.run import run_index
+    from wikirag.settings import load_config
 
     calls: list[list[str]] = []
 
@@ -76,7 +76,7 @@ def collect_texts(vault: Path) -> dict:
 
 def load_embedder_class(path: Path | None):
     if path is None:
-        from wikirag.embeddings import MiniLMEmbedder
+        from wikirag.lightrag.embeddings import MiniLMEmbedder
 
         return MiniLMEmbedder
     import wikirag

@@ -7,7 +7,7 @@ import threading
 import numpy as np
 import pytest
 
-from wikirag.embeddings import MINILM_DIM, MINILM_WINDOW, MiniLMEmbedder
+from wikirag.lightrag.embeddings import MINILM_DIM, MINILM_WINDOW, MiniLMEmbedder
 
 
 @pytest.fixture(scope="module")
