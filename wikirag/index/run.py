@@ -89,6 +89,7 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
                       progress: Progress | None = None, vault: Vault | None = None, rag: Any = None,
                       hinting: HintingLLM | None = None, llm_func: Callable[..., Any] | None = None,
                       budget_usd: float | None = None, locked: bool = False, state: RunState | None = None,
+                      should_stop: Callable[[], bool] | None = None,
                       **engine_kwargs: Any) -> IndexReport:
     """Bring the store in step with the vault.
 
@@ -112,7 +113,7 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
     _check_settings(config, llm_func or hinting)
     try:
         return await _index(config, report, started, progress, rebuild, vault, rag, hinting, llm_func,
-                            budget_usd, locked, state, engine_kwargs)
+                            budget_usd, locked, state, should_stop, engine_kwargs)
     except BaseException:
         if state is not None:  # the in-memory ledger may hold a half-applied batch: reload it next time
             state.ledger = state.plan = None
@@ -122,7 +123,7 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
 async def _index(config: WikiragConfig, report: IndexReport, started: float, progress: Progress, rebuild: bool,
                  vault: Vault | None, rag: Any, hinting: HintingLLM | None, llm_func: Callable[..., Any] | None,
                  budget_usd: float | None, locked: bool, state: RunState | None,
-                 engine_kwargs: dict[str, Any]) -> IndexReport:
+                 should_stop: Callable[[], bool] | None, engine_kwargs: dict[str, Any]) -> IndexReport:
     async with contextlib.AsyncExitStack() as stack:
         if not locked:
             stack.enter_context(StoreLock(config))
@@ -172,7 +173,7 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
             rag = await stack.enter_async_context(open_engine(
                 config, embedding_counter=counter, llm_func=hinting, **engine_kwargs))
         usage_before = _usage(hinting)
-        await run_plan(StoreWriter(rag), ledger, plan, config, report, progress, hinting)
+        await run_plan(StoreWriter(rag), ledger, plan, config, report, progress, hinting, should_stop=should_stop)
         usage_after = _usage(hinting)
         report.llm_calls, report.llm_input_tokens, report.llm_output_tokens = (
             a - b for a, b in zip(usage_after, usage_before, strict=True))
@@ -198,7 +199,7 @@ def _config_key(config: WikiragConfig) -> str:
 def _remember_clean_run(config: WikiragConfig, scan: Any, plan: Plan, report: IndexReport) -> None:
     """Record the files' stat data after a run that left nothing to do (not when an LLM is configured
     and notes still wait for extraction: the next run has work)."""
-    if scan is None or (plan.llm_model and report.notes_pending_extraction):
+    if scan is None or report.interrupted or (plan.llm_model and report.notes_pending_extraction):
         return
     save_manifest(config.workspace_dir, _config_key(config), scan,
                   {name: getattr(report, name) for name in _MANIFEST_FIELDS})
