@@ -110,9 +110,9 @@ def test_the_entity_and_relation_indexes_follow_every_change(tmp_path: Path):
 
 def test_stats_graph_figures_from_the_ledger_equal_the_stores(tmp_path: Path):
     from tests.storekit import HashEmbedding, copy_vault
-    from wikirag.index.reads import ledger_graph_stats
     from wikirag.index.run import run_index
     from wikirag.query.export import store_graph_stats
+    from wikirag.query.ledger_stats import ledger_graph_stats
     from wikirag.settings import load_config
 
     vault = copy_vault(Path(__file__).resolve().parent.parent / "sample_vault", tmp_path / "vault")

@@ -40,10 +40,11 @@ from wikirag.cli.render import (
     watch_status,
 )
 from wikirag.errors import WikiragError
-from wikirag.index.reads import ledger_graph_stats, read_vault
+from wikirag.index.reads import read_vault
 from wikirag.index.run import run_index
 from wikirag.index.watch import stop_on_signals, watch_vault
 from wikirag.query.export import export_graph
+from wikirag.query.ledger_stats import ledger_graph_stats
 from wikirag.query.retrieve import ask, find_vault
 from wikirag.vault.stats import compute_stats
 

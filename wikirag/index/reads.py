@@ -34,29 +34,3 @@ def estimate_cost(config: WikiragConfig, values: dict[str, Any] | None = None) -
     vault, tokens = read_vault(config)
     return estimate_for_config(config, values, vault=vault, body_tokens=tokens)
 
-
-def ledger_graph_stats(config: WikiragConfig) -> Any:
-    """`wikirag stats`' graph figures from the ledger (the record every store entity and relation is derived
-    from) instead of opening LightRAG's stores, which on the file store means parsing all of them; None when
-    the vault has no index yet."""
-    from collections import Counter
-
-    from wikirag.graph.merge import merge_entity
-    from wikirag.index.ledger import Ledger
-    from wikirag.query.export import GraphStats
-    from wikirag.storage.ledger_store import ledger_store
-
-    store = ledger_store(config.storage, config.workspace_dir, config.workspace)
-    if not store.exists():
-        return None
-    ledger = Ledger.load(store)
-    entities, relations = ledger.entity_index(), ledger.relation_index()
-    names = set(entities) | {n for key in relations for n in key}  # an endpoint without a record is a node too
-    by_type = Counter(merge_entity(n, entities[n])["entity_type"] if n in entities else "UNKNOWN" for n in names)
-    degree: Counter[str] = Counter()
-    for a, b in relations:
-        degree[a] += 1
-        degree[b] += 1
-    return GraphStats(nodes=len(names), edges=len(relations),
-                      nodes_by_type=dict(sorted(by_type.items(), key=lambda kv: (-kv[1], kv[0]))),
-                      top_degree=sorted(degree.items(), key=lambda kv: (-kv[1], kv[0]))[:10])
