@@ -46,6 +46,7 @@ class VectorCache:
             conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA journal_size_limit=16777216")  # keep the WAL small after big batches
             conn.execute("CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, key BLOB NOT NULL, "
                          "vector BLOB NOT NULL, PRIMARY KEY (model, key)) WITHOUT ROWID")
             self._conn = conn

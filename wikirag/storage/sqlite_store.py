@@ -38,6 +38,7 @@ def connect_index_db(workspace_dir: Path, *, create: bool = True) -> sqlite3.Con
     conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=FULL")
+    conn.execute("PRAGMA journal_size_limit=16777216")  # a first index's big transactions: shrink the WAL after
     conn.executescript(_SCHEMA)
     return conn
 
