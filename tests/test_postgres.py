@@ -555,7 +555,7 @@ def test_config_selects_postgres_and_the_ledger_and_lock_live_there(pg, settings
     report = run_index(config, embedding_func=HashEmbedding().func())
     assert report.notes_indexed > 40 and store_exists(config)
     assert not (config.workspace_dir / "wikirag_ledger.json").exists()  # the ledger is in the database
-    assert not (config.workspace_dir / "wikirag_index.sqlite").exists()
+    assert ledger_doc(config.workspace_dir) == {}  # the local SQLite file holds only the parse cache
     heads = _rows(settings, "SELECT count(*) FROM wikirag_ledger_notes WHERE workspace = 'integrated'")
     assert heads == [(report.notes_indexed,)]
     graph = asyncio.run(read_graph(config, embedding_func=HashEmbedding().func()))
