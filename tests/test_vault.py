@@ -168,6 +168,32 @@ def test_symlinks(tmp_path: Path) -> None:
 
 
 @needs_symlinks
+def test_a_symlink_loop_is_reported_as_a_symlink_loop(tmp_path: Path) -> None:
+    """Found by the vault fuzzer: a.md -> b.md -> a.md was reported as "cannot read (Too many levels of
+    symbolic links)", the raw errno text, instead of saying what is wrong with the file."""
+    os.symlink("b.md", tmp_path / "a.md")
+    os.symlink("a.md", tmp_path / "b.md")
+    scan = scan_vault(tmp_path)
+    assert scan.notes == []
+    assert sorted((i.path, i.message, i.skipped) for i in scan.issues) == [
+        ("a.md", "symlink loop; skipped", True), ("b.md", "symlink loop; skipped", True)]
+
+
+def test_nfc_twins_line_tells_which_spelling_was_skipped(tmp_path: Path) -> None:
+    """Found by the vault fuzzer: the clash line read "Café.md: same name as 'Café.md' ...", the two
+    spellings printing alike, so nothing said which file was left out."""
+    nfd = unicodedata.normalize("NFD", "Caf\u00e9.md")
+    write(tmp_path, "Caf\u00e9.md", "nfc")
+    write(tmp_path, nfd, "nfd")
+    if len(list(tmp_path.iterdir())) < 2:
+        pytest.skip("this file system normalises names")
+    [issue] = scan_vault(tmp_path).issues
+    kept = scan_vault(tmp_path).notes[0].abs_path.name
+    skipped = nfd if kept != nfd else "Caf\u00e9.md"
+    assert ascii(skipped) in issue.message and ascii(kept) in issue.message and ascii(kept) != ascii(skipped)
+
+
+@needs_symlinks
 def test_a_symlinked_folder_is_walked_when_its_target_is_not(tmp_path: Path) -> None:
     vault = tmp_path / "vault"
     write(vault, "store/Deep.md", "x")
