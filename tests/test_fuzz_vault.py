@@ -58,14 +58,15 @@ if os.environ.get("WIKIRAG_FUZZ_NO_SHRINK"):  # a long hunt: report failures as 
 
 # --- what a vault is made of --------------------------------------------------------------------------------
 
-STEMS = ["Note", "note", "NOTE", "日本語", "中文笔记", "e\u0301te\u0301", "\u00e9t\u00e9", "שלום", "مرحبا", "\u202eevil",
-         "🙂", "👩\u200d💻", "a b", "x..y", "con", "#tag", "[br]", "a|b", "%2e%2e", "-", "_", "Ünïcödé", "한국어"]
+STEMS = ["Note", "note", "NOTE", "日本語", "中文笔记", "e\u0301te\u0301", "\u00e9t\u00e9", "שלום", "مرحبا",
+         "\u202eevil", "🙂", "👩\u200d💻", "a b", "x..y", "con", "#tag", "[br]", "a|b", "%2e%2e", "-", "_", "Ünïcödé",
+         "한국어"]
 FOLDERS = ["", "", "sub", "Sub", "日本", "e\u0301", "deep/er", "a b"]
 WORDS = ["alpha", "Beta", "gamma", "日本語", "café", "שלום", "emoji🙂", "naïve", "e\u0301t\u00e9", "Ünïcödé", "x"]
 HOSTILE_TARGETS = ["../outside", "../../etc/passwd", "/etc/passwd", "/abs/Note", "..", ".", "../", "a/../../b",
                    "C:\\Windows\\win", "%2e%2e/x", "Note#Heading", "note^block", "~/secret", "sub/../../x"]
 BAD_KINDS = ["big", "nul", "utf16bom", "utf16", "bomb", "longline", "unreadable", "vanish", "broken", "loop",
-             "outside"]
+             "outside", "fewnuls", "latin1", "badyaml", "yamllist", "bomblong"]
 GOOD_KINDS = ["note", "note", "note", "empty", "replace", "attachment"]
 BIG = 50 * 1024 * 1024
 BOMB = "\n".join(["a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]"] + [
@@ -90,7 +91,8 @@ class Entry:
 EXPECT = {"big": "larger than", "nul": "binary", "utf16bom": "UTF-16", "utf16": "binary", "bomb": "frontmatter",
           "longline": "characters", "unreadable": "cannot read", "vanish": "vanished", "broken": "broken symlink",
           "loop": "symlink loop", "outside": "outside the vault", "badname": "not valid UTF-8",
-          "nfc": "NFC", "lockeddir": "cannot list"}
+          "nfc": "NFC", "lockeddir": "cannot list", "fewnuls": "NUL byte", "latin1": "invalid UTF-8",
+          "badyaml": "invalid YAML", "yamllist": "not a mapping", "bomblong": "frontmatter"}
 
 
 @st.composite
@@ -119,9 +121,12 @@ def entry(draw, names: list[str], kinds: list[str] | None = None) -> Entry:
     if kind in ("note", "unreadable", "vanish"):
         return Entry(kind, draw(note_text(names)))
     if kind == "replace":
-        return Entry(kind, draw(note_text(names)), then=draw(entry(names, ["note", "nul", "bomb", "longline"])))
-    if kind == "longline":
+        then = draw(entry(names, ["note", "nul", "bomb", "longline", "fewnuls"]))
+        return Entry(kind, draw(note_text(names)), then=then)
+    if kind in ("longline", "bomblong"):
         return Entry(kind, " ".join(draw(st.sampled_from(WORDS)) for _ in range(20)) * 1200)
+    if kind in ("fewnuls", "latin1", "badyaml", "yamllist"):
+        return Entry(kind, draw(note_text(names)))
     if kind == "utf16bom":
         return Entry(kind, draw(note_text(names)))
     if kind == "utf16":
@@ -129,10 +134,16 @@ def entry(draw, names: list[str], kinds: list[str] | None = None) -> Entry:
     return Entry(kind)
 
 
+# Any printable code point but "/" (surrogates and NUL cannot be in a name); a leading "." hides a file.
+RANDOM_STEM = st.text(st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="/"), min_size=1,
+                      max_size=8).filter(lambda t: not t.startswith("."))
+
+
 @st.composite
-def file_name(draw, suffix: str = ".md") -> str:
+def file_name(draw) -> str:
     folder = draw(st.sampled_from(FOLDERS))
-    stem = "".join(draw(st.lists(st.sampled_from(STEMS), min_size=1, max_size=2)))
+    stem = "".join(draw(st.lists(st.sampled_from(STEMS) | RANDOM_STEM, min_size=1, max_size=2)))
+    suffix = draw(st.sampled_from([".md", ".md", ".MD", ".Md"]))  # any case is a note
     return f"{folder}/{stem}{suffix}" if folder else f"{stem}{suffix}"
 
 
@@ -173,6 +184,16 @@ def content(e: Entry) -> bytes:
         return e.text.encode("utf-16-le")
     if e.kind == "bomb":
         return f"---\n{BOMB}\n---\nbody\n".encode()
+    if e.kind == "bomblong":  # two problems in one file: still one line
+        return f"---\n{BOMB}\n---\n{e.text}\n".encode()
+    if e.kind == "fewnuls":
+        return e.text.encode() + b"\0\0"
+    if e.kind == "latin1":
+        return e.text.encode() + "\ncaf\u00e9 in Latin-1\n".encode("latin-1")
+    if e.kind == "badyaml":
+        return b"---\ntitle: [unclosed\n---\n" + e.text.encode()
+    if e.kind == "yamllist":
+        return b"---\n- just\n- a list\n---\n" + e.text.encode()
     if e.kind == "attachment":
         return b"\x89PNG\r\n\x1a\n" + bytes(range(256))
     raise AssertionError(e.kind)
@@ -317,7 +338,7 @@ def expected_issues(spec: dict[str, Entry]) -> dict[str, list[str]]:
             continue
         seen.add(shown)
         kind = e.then.kind if e.kind == "replace" else e.kind
-        if kind in EXPECT:
+        if kind in EXPECT and (shown.lower().endswith(".md") or kind == "lockeddir"):  # attachments are not read
             out.setdefault(shown, []).append(EXPECT[kind])
     return out
 
@@ -401,7 +422,8 @@ def snapshot_diff(got: dict, want: dict) -> list[str]:
             continue
         for key in sorted(a.keys() | b.keys(), key=str):
             if a.get(key) != b.get(key):
-                out.append(f"{part}[{key!r}]: store {a.get(key, '<absent>')!r} != fresh {b.get(key, '<absent>')!r}"[:600])
+                line = f"{part}[{key!r}]: store {a.get(key, '<absent>')!r} != fresh {b.get(key, '<absent>')!r}"
+                out.append(line[:600])
     return out
 
 
@@ -412,8 +434,13 @@ def edits(draw, spec: dict[str, Entry]) -> list[tuple[str, str, Entry | None]]:
     plain = sorted(p for p, e in spec.items() if e.kind not in ("lockeddir", "badname", "dirloop") and p != "anchor.md")
     ops: list[tuple[str, str, Entry | None]] = []
     for _ in range(draw(st.integers(1, 4))):
-        op = draw(st.sampled_from(["rewrite", "delete", "add"] if plain else ["add"]))
-        if op == "add":
+        op = draw(st.sampled_from(["rewrite", "delete", "add", "rename"] if plain else ["add"]))
+        if op == "rename":
+            old = draw(st.sampled_from(plain))
+            if spec[old].kind in ("note", "empty"):
+                ops.append(("delete", old, None))
+                ops.append(("write", draw(file_name()), spec[old]))
+        elif op == "add":
             ops.append(("write", draw(file_name()), draw(entry(names))))
         elif op == "delete":
             ops.append(("delete", draw(st.sampled_from(plain)), None))

@@ -359,3 +359,16 @@ def test_an_entity_losing_its_last_chunk_keeps_no_stale_chunk_tracker(tmp_path):
     config_fresh, _ = index(vault, tmp_path / "fresh")
     assert "Empty" in snapshot(config)["nodes"]
     assert snapshot(config) == snapshot(config_fresh)
+
+
+def test_a_note_with_a_read_problem_and_a_frontmatter_error_is_one_issue_line(tmp_path):
+    """Found by the vault fuzzer: a note with a 100k-character line and a YAML bomb in its frontmatter got two
+    lines in the report's `issues` (the read problem, then the frontmatter error): one file, one line."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Good.md").write_text("A plain note.\n")
+    (vault / "Both.md").write_text("---\ntitle: [unclosed\n---\n" + "word " * 30_000 + "\n")
+    _, report = index(vault, tmp_path / "store")
+    lines = [line for line in report.issues if line.startswith("Both.md: ")]
+    assert len(lines) == 1 and len(report.issues) == 1, report.issues
+    assert "characters" in lines[0] and "invalid YAML" in lines[0]

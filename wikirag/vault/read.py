@@ -150,8 +150,8 @@ def scan_files(root: Path, rules: IgnoreRules) -> ScanResult:
             if rel in seen_paths:
                 first = seen_paths[rel]
                 # Both spellings print alike: name the skipped one's code points so the line tells them apart.
-                out.issues.append(ReadIssue(rel, f"spelled {ascii(disk_rel)} on disk, the same name as {ascii(first)} "
-                                                 "after Unicode normalisation (NFC); skipped", True))
+                why = f"spelled {ascii(disk_rel)} on disk, the same name as {ascii(first)} after Unicode normalisation"
+                out.issues.append(ReadIssue(rel, f"{why} (NFC); skipped", True))
                 continue
             seen_paths[rel] = disk_rel
             if is_note(name):
