@@ -28,6 +28,7 @@ import os
 import shutil
 import stat
 import tempfile
+import time
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -67,7 +68,7 @@ HOSTILE_TARGETS = ["../outside", "../../etc/passwd", "/etc/passwd", "/abs/Note",
                    "C:\\Windows\\win", "%2e%2e/x", "Note#Heading", "note^block", "~/secret", "sub/../../x"]
 BAD_KINDS = ["big", "nul", "utf16bom", "utf16", "bomb", "longline", "unreadable", "vanish", "broken", "loop",
              "outside", "fewnuls", "latin1", "badyaml", "yamllist", "bomblong"]
-GOOD_KINDS = ["note", "note", "note", "empty", "replace", "attachment"]
+GOOD_KINDS = ["note", "note", "note", "empty", "replace", "attachment", "mddir"]
 BIG = 50 * 1024 * 1024
 BOMB = "\n".join(["a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]"] + [
     f"{chr(98 + i)}: &{chr(98 + i)} [" + ",".join([f"*{chr(97 + i)}"] * 9) + "]" for i in range(8)])
@@ -207,6 +208,13 @@ class World:
     denied: set[str] = field(default_factory=set)  # absolute paths os.open refuses (as root)
     denied_dirs: set[str] = field(default_factory=set)
     chmodded: list[Path] = field(default_factory=list)
+    clock: int = 0  # every write gets its own mtime, a day back: older than the manifest's racy window
+
+    def age(self, path: Path | bytes) -> None:
+        """Give a file just written its own old mtime, so the "nothing changed" manifest can be trusted."""
+        self.clock += 1
+        t = (int(time.time()) - 86_400 + self.clock) * 1_000_000_000
+        os.utime(path, ns=(t, t), follow_symlinks=False)
 
 
 def write_entry(w: World, rel: str, e: Entry) -> None:
@@ -215,6 +223,7 @@ def write_entry(w: World, rel: str, e: Entry) -> None:
         os.makedirs(w.vault, exist_ok=True)
         with open(os.fsencode(w.vault) + b"/bad\xff\xfename.md", "wb") as fh:
             fh.write(e.text.encode())
+        w.age(os.fsencode(w.vault) + b"/bad\xff\xfename.md")
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     remove(path)
@@ -222,7 +231,12 @@ def write_entry(w: World, rel: str, e: Entry) -> None:
         path.mkdir()
         for name, child in e.children.items():
             (path / name).write_bytes(content(child))
+            w.age(path / name)
         deny(w, path, folder=True)
+    elif e.kind == "mddir":  # a folder named like a note
+        path.mkdir()
+        (path / "inner.md").write_text("a note in a folder named X.md [[Note]]\n")
+        w.age(path / "inner.md")
     elif e.kind == "big":
         with open(path, "wb") as fh:
             fh.truncate(BIG)  # sparse: instant, and over the reader's 5 MiB limit
@@ -232,6 +246,7 @@ def write_entry(w: World, rel: str, e: Entry) -> None:
         os.symlink(path.name + ".2", path)
         remove(Path(str(path) + ".2"))
         os.symlink(path.name, str(path) + ".2")  # a.md -> a.md.2 -> a.md (a .2 file is no note: one line)
+        w.age(Path(str(path) + ".2"))
     elif e.kind == "outside":
         os.symlink(w.root / "outside" / "secret.md", path)
     elif e.kind == "dirloop":
@@ -240,6 +255,7 @@ def write_entry(w: World, rel: str, e: Entry) -> None:
         path.write_bytes(content(e))
         if e.kind == "unreadable":
             deny(w, path)
+    w.age(path)
 
 
 def remove(path: Path) -> None:
@@ -492,6 +508,9 @@ def test_hostile_vaults_index_edit_index(fast_embedding, spec: dict[str, Entry],
                 run_index(w, mp, [store, fresh])
                 apply_edits(w, data.draw(edits(w.spec), label="edits"))
                 run_index(w, mp, [store, fresh])
+                kept = snapshot(load_config(w.vault))
+                run_index(w, mp, [store, fresh])  # nothing changed: often answered from the manifest
+                assert snapshot(load_config(w.vault)) == kept
                 before = outside_store(w, [store, fresh])
                 fresh_report = index(w, "--store", str(fresh))
                 assert outside_store(w, [store, fresh]) == before
