@@ -61,8 +61,8 @@ if os.environ.get("WIKIRAG_FUZZ_NO_SHRINK"):  # a long hunt: report failures as 
 
 STEMS = ["Note", "note", "NOTE", "日本語", "中文笔记", "e\u0301te\u0301", "\u00e9t\u00e9", "שלום", "مرحبا",
          "\u202eevil", "🙂", "👩\u200d💻", "a b", "x..y", "con", "#tag", "[br]", "a|b", "%2e%2e", "-", "_", "Ünïcödé",
-         "한국어"]
-FOLDERS = ["", "", "sub", "Sub", "日本", "e\u0301", "deep/er", "a b"]
+         "한국어", "]y", "[red]"]
+FOLDERS = ["", "", "sub", "Sub", "日本", "e\u0301", "deep/er", "a b", "x["]  # x[ + ]y.md: the path x[/]y.md
 WORDS = ["alpha", "Beta", "gamma", "日本語", "café", "שלום", "emoji🙂", "naïve", "e\u0301t\u00e9", "Ünïcödé", "x"]
 HOSTILE_TARGETS = ["../outside", "../../etc/passwd", "/etc/passwd", "/abs/Note", "..", ".", "../", "a/../../b",
                    "C:\\Windows\\win", "%2e%2e/x", "Note#Heading", "note^block", "~/secret", "sub/../../x"]
@@ -70,6 +70,7 @@ BAD_KINDS = ["big", "nul", "utf16bom", "utf16", "bomb", "longline", "unreadable"
              "outside", "fewnuls", "latin1", "badyaml", "yamllist", "bomblong"]
 GOOD_KINDS = ["note", "note", "note", "empty", "replace", "attachment", "mddir"]
 BIG = 50 * 1024 * 1024
+SECRET = "a secret outside the vault"
 BOMB = "\n".join(["a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]"] + [
     f"{chr(98 + i)}: &{chr(98 + i)} [" + ",".join([f"*{chr(97 + i)}"] * 9) + "]" for i in range(8)])
 
@@ -493,7 +494,7 @@ def test_hostile_vaults_index_edit_index(fast_embedding, spec: dict[str, Entry],
     with tempfile.TemporaryDirectory(prefix="wikirag-fuzz-") as tmp, pytest.MonkeyPatch.context() as mp:
         root = Path(tmp)
         (root / "outside").mkdir()
-        (root / "outside" / "secret.md").write_text("outside the vault [[Note]]\n")
+        (root / "outside" / "secret.md").write_text(f"{SECRET} [[Note]]\n")
         (root / "cwd").mkdir()
         mp.chdir(root / "cwd")  # a stray relative write would land here, and be seen
         w = World(root, root / "vault", {})
@@ -511,12 +512,23 @@ def test_hostile_vaults_index_edit_index(fast_embedding, spec: dict[str, Entry],
                 kept = snapshot(load_config(w.vault))
                 run_index(w, mp, [store, fresh])  # nothing changed: often answered from the manifest
                 assert snapshot(load_config(w.vault)) == kept
-                before = outside_store(w, [store, fresh])
+                outside = outside_store(w, [store, fresh])
+                for command in ("index", "stats"):  # the human renderings print every hostile name
+                    human = runner.invoke(app, [command, str(w.vault)])
+                    assert human.exit_code == 0 and human.exception is None, (command, repr(human.exception))
+                    assert "Traceback" not in human.output
+                assert snapshot(load_config(w.vault)) == kept
+                assert outside_store(w, [store, fresh]) == outside
+                before = outside
                 fresh_report = index(w, "--store", str(fresh))
                 assert outside_store(w, [store, fresh]) == before
                 check_issues(fresh_report, expected_issues(w.spec))
                 got, want = snapshot(load_config(w.vault)), snapshot(load_config(w.vault, store=fresh))
                 assert got == want, f"store != fresh index: {snapshot_diff(got, want)}"
+                # Links with `..` or absolute targets never reach a file outside the vault.
+                assert not any(SECRET in c.get("content", "") for c in got["chunks"].values())
+                noted = {p for n in got["nodes"].values() for p in n.get("file_path", [])}
+                assert noted <= set(got["ledger_notes"]), noted - set(got["ledger_notes"])
         finally:
             for path in w.chmodded:
                 with contextlib.suppress(OSError):
