@@ -71,6 +71,10 @@ BAD_KINDS = ["big", "nul", "utf16bom", "utf16", "bomb", "longline", "unreadable"
 GOOD_KINDS = ["note", "note", "note", "empty", "replace", "attachment", "mddir"]
 BIG = 50 * 1024 * 1024
 SECRET = "a secret outside the vault"
+APP_JSONS = ['{"userIgnoreFilters": ["nothing-here/", "/^zzz/"]}', '{not json', '{"userIgnoreFilters": "Notes"}',
+             '{"userIgnoreFilters": 3}', '{"userIgnoreFilters": ["/(a/", "/[b/"]}', '["a list"]']
+APP_JSON_SAYS = {"{not": "unreadable", '"Notes"': "not a list", " 3}": "not a list", '"/(a/"': "no valid regex",
+                 '["a list"]': "unreadable"}
 BOMB = "\n".join(["a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]"] + [
     f"{chr(98 + i)}: &{chr(98 + i)} [" + ",".join([f"*{chr(97 + i)}"] * 9) + "]" for i in range(8)])
 
@@ -167,6 +171,8 @@ def vault_spec(draw) -> dict[str, Entry]:
         spec["badname"] = Entry("badname", "not utf-8 name")
     if draw(st.booleans()):
         spec["loopdir"] = Entry("dirloop")  # a folder symlink back to the vault root
+    if draw(st.booleans()):  # Obsidian's Excluded files, well or badly written
+        spec[".obsidian/app.json"] = Entry("appjson", draw(st.sampled_from(APP_JSONS)))
     return spec
 
 
@@ -196,6 +202,8 @@ def content(e: Entry) -> bytes:
         return b"---\ntitle: [unclosed\n---\n" + e.text.encode()
     if e.kind == "yamllist":
         return b"---\n- just\n- a list\n---\n" + e.text.encode()
+    if e.kind == "appjson":
+        return e.text.encode()
     if e.kind == "attachment":
         return b"\x89PNG\r\n\x1a\n" + bytes(range(256))
     raise AssertionError(e.kind)
@@ -342,6 +350,11 @@ def expected_issues(spec: dict[str, Entry]) -> dict[str, list[str]]:
             continue
         if e.kind in ("dirloop",):
             continue
+        if e.kind == "appjson":
+            says = [v for k, v in APP_JSON_SAYS.items() if k in e.text]
+            if says:
+                out[rel] = says
+            continue
         shown = unicodedata.normalize("NFC", rel)
         if e.kind in ("broken", "outside"):
             out.setdefault(shown, []).append(EXPECT[e.kind])
@@ -448,7 +461,8 @@ def snapshot_diff(got: dict, want: dict) -> list[str]:
 def edits(draw, spec: dict[str, Entry]) -> list[tuple[str, str, Entry | None]]:
     """A few edits between the runs: rewrite, delete, add, turn a good note bad or a bad file good."""
     names = [Path(p).stem for p in spec]
-    plain = sorted(p for p, e in spec.items() if e.kind not in ("lockeddir", "badname", "dirloop") and p != "anchor.md")
+    fixed = ("lockeddir", "badname", "dirloop", "appjson")
+    plain = sorted(p for p, e in spec.items() if e.kind not in fixed and p != "anchor.md")
     ops: list[tuple[str, str, Entry | None]] = []
     for _ in range(draw(st.integers(1, 4))):
         op = draw(st.sampled_from(["rewrite", "delete", "add", "rename"] if plain else ["add"]))

@@ -129,6 +129,26 @@ def test_obsidian_excluded_files(tmp_path: Path) -> None:
     assert "'/(unclosed/' is no valid regex" in scan.issues[0].message
 
 
+@pytest.mark.parametrize("filters", ['"Notes"', '{"drafts/": true}', "3"])
+def test_excluded_files_that_are_not_a_list_exclude_nothing_and_say_so(tmp_path: Path, filters: str) -> None:
+    """Found while fuzzing `.obsidian/app.json`: `"userIgnoreFilters": "Notes"` was iterated letter by letter,
+    so every file starting with N, o, t, e or s was silently left out (a dict's keys became prefixes too)."""
+    write(tmp_path, ".obsidian/app.json", f'{{"userIgnoreFilters": {filters}}}')
+    for name in ("Note.md", "sub/a.md", "drafts/b.md", "keep.md"):
+        write(tmp_path, name)
+    scan = scan_vault(tmp_path)
+    assert [n.path for n in scan.notes] == ["Note.md", "drafts/b.md", "keep.md", "sub/a.md"]
+    assert [(i.path, i.skipped) for i in scan.issues] == [(".obsidian/app.json", False)]
+    assert "not a list" in scan.issues[0].message
+
+
+def test_two_bad_regexes_in_app_json_are_one_line(tmp_path: Path) -> None:
+    """One file, one line: each invalid Excluded files regex used to get a line of its own."""
+    write(tmp_path, ".obsidian/app.json", '{"userIgnoreFilters": ["/(a/", "/[b/", "ok/"]}')
+    [issue] = scan_vault(tmp_path).issues
+    assert issue.path == ".obsidian/app.json" and "'/(a/'" in issue.message and "'/[b/'" in issue.message
+
+
 def test_unreadable_app_json_is_reported(tmp_path: Path) -> None:
     write(tmp_path, ".obsidian/app.json", "{not json")
     write(tmp_path, "a.md")
