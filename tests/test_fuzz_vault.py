@@ -67,8 +67,23 @@ WORDS = ["alpha", "Beta", "gamma", "日本語", "café", "שלום", "emoji🙂"
 HOSTILE_TARGETS = ["../outside", "../../etc/passwd", "/etc/passwd", "/abs/Note", "..", ".", "../", "a/../../b",
                    "C:\\Windows\\win", "%2e%2e/x", "Note#Heading", "note^block", "~/secret", "sub/../../x"]
 BAD_KINDS = ["big", "nul", "utf16bom", "utf16", "bomb", "longline", "unreadable", "vanish", "broken", "loop",
-             "outside", "fewnuls", "latin1", "badyaml", "yamllist", "bomblong"]
-GOOD_KINDS = ["note", "note", "note", "empty", "replace", "attachment", "mddir"]
+             "outside", "fewnuls", "latin1", "badyaml", "yamllist", "bomblong", "fifo"]
+GOOD_KINDS = ["note", "note", "note", "empty", "replace", "attachment", "mddir", "yamlodd"]
+# Valid YAML of odd types where strings are expected: read as well as can be, no problem line.
+YAML_ODD = """---
+title: 12345
+aliases: [[nested, list], {a: b}, null, 3.5, .nan, 2024-01-01]
+tags: {x: y}
+type: [a, b]
+description: 2024-01-01
+wikirag: EXTRACT
+created: 2024-01-01T10:00:00
+2024-01-01: date key
+null: null key
+1.5: float key
+related: [[[Target]], "[[Note|alias]]"]
+---
+"""
 BIG = 50 * 1024 * 1024
 SECRET = "a secret outside the vault"
 APP_JSONS = ['{"userIgnoreFilters": ["nothing-here/", "/^zzz/"]}', '{not json', '{"userIgnoreFilters": "Notes"}',
@@ -98,7 +113,8 @@ EXPECT = {"big": "larger than", "nul": "binary", "utf16bom": "UTF-16", "utf16": 
           "longline": "characters", "unreadable": "cannot read", "vanish": "vanished", "broken": "broken symlink",
           "loop": "symlink loop", "outside": "outside the vault", "badname": "not valid UTF-8",
           "nfc": "NFC", "lockeddir": "cannot list", "fewnuls": "NUL byte", "latin1": "invalid UTF-8",
-          "badyaml": "invalid YAML", "yamllist": "not a mapping", "bomblong": "frontmatter"}
+          "badyaml": "invalid YAML", "yamllist": "not a mapping", "bomblong": "frontmatter",
+          "fifo": "not a regular file"}
 
 
 @st.composite
@@ -107,17 +123,22 @@ def note_text(draw, names: list[str]) -> str:
     forms = st.sampled_from(["[[{}]]", "[[{}|alias]]", "![[{}]]", "[x]({}.md)", "[x](<{}>)", "[[{}#h]]"])
     parts = []
     if draw(st.booleans()):
-        fm = {"title": " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=3))),
-              "aliases": draw(st.lists(st.sampled_from(WORDS), max_size=2)),
+        naming = st.sampled_from(WORDS + names)  # titles and aliases that clash with other notes' names
+        fm = {"title": " ".join(draw(st.lists(naming, min_size=1, max_size=2))),
+              "aliases": draw(st.lists(naming, max_size=2)),
               "tags": draw(st.lists(st.sampled_from(["t1", "日本", "x/y"]), max_size=2))}
         if draw(st.booleans()):
             fm["related"] = f"[[{draw(targets)}]]"
+        if route := draw(st.sampled_from([None, None, "skip", "extract", "inject", "Extract"])):
+            fm["wikirag"] = route  # extract without an LLM: indexed from links, pending extraction
         parts.append("---\n" + "\n".join(f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in fm.items())
                      + "\n---\n")
     for _ in range(draw(st.integers(1, 3))):
         words = draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=8))
         links = [draw(forms).format(draw(targets)) for _ in range(draw(st.integers(0, 3)))]
-        parts.append(" ".join(words + links) + "\n")
+        shape = draw(st.sampled_from(["{}", "{}", "# {}", "## {} ^block-1", "```\n{}\n```", "%% {} %%", "$$ {} $$",
+                                      "> [!note] {}", "- [ ] {} #tag/sub", "| {} | cell |"]))
+        parts.append(shape.format(" ".join(words + links)) + "\n")
     return "\n".join(parts)
 
 
@@ -131,6 +152,8 @@ def entry(draw, names: list[str], kinds: list[str] | None = None) -> Entry:
         return Entry(kind, draw(note_text(names)), then=then)
     if kind in ("longline", "bomblong"):
         return Entry(kind, " ".join(draw(st.sampled_from(WORDS)) for _ in range(20)) * 1200)
+    if kind == "yamlodd":
+        return Entry(kind, YAML_ODD + draw(note_text(names)))
     if kind in ("fewnuls", "latin1", "badyaml", "yamllist"):
         return Entry(kind, draw(note_text(names)))
     if kind == "utf16bom":
@@ -180,7 +203,7 @@ def vault_spec(draw) -> dict[str, Entry]:
 
 
 def content(e: Entry) -> bytes:
-    if e.kind in ("note", "unreadable", "vanish", "replace", "longline"):
+    if e.kind in ("note", "unreadable", "vanish", "replace", "longline", "yamlodd"):
         return e.text.encode()
     if e.kind == "empty":
         return b""
@@ -260,6 +283,8 @@ def write_entry(w: World, rel: str, e: Entry) -> None:
         os.symlink(w.root / "outside" / "secret.md", path)
     elif e.kind == "dirloop":
         os.symlink(".", path)
+    elif e.kind == "fifo":  # a named pipe: opening it to read would block for ever
+        os.mkfifo(path)
     else:
         path.write_bytes(content(e))
         if e.kind == "unreadable":
@@ -268,11 +293,15 @@ def write_entry(w: World, rel: str, e: Entry) -> None:
 
 
 def remove(path: Path) -> None:
-    if path.is_symlink() or path.is_file():
-        path.unlink()
-    elif path.is_dir():
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(mode):
         os.chmod(path, 0o755)
         shutil.rmtree(path)
+    else:  # files, links, pipes
+        path.unlink()
 
 
 def deny(w: World, path: Path, folder: bool = False) -> None:
@@ -391,6 +420,8 @@ def outside_store(w: World, stores: list[Path]) -> dict[str, tuple]:
                 out[key] = ("link", os.readlink(full))
             elif stat.S_ISDIR(st_.st_mode):
                 out[key] = ("dir",)
+            elif not stat.S_ISREG(st_.st_mode):  # a pipe: never opened
+                out[key] = ("special", st_.st_mode, st_.st_mtime_ns)
             elif st_.st_size > 1024 * 1024 or not os.access(full, os.R_OK):
                 out[key] = ("file", st_.st_size, st_.st_mtime_ns)
             else:

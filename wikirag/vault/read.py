@@ -144,6 +144,9 @@ def scan_files(root: Path, rules: IgnoreRules) -> ScanResult:
             if not is_file:
                 if link:
                     out.issues.append(ReadIssue(rel, "broken symlink; skipped", True))
+                elif is_note(name) and not rules.file_ignored(rel):  # never opened: a pipe would block the read
+                    out.issues.append(ReadIssue(rel, "not a regular file (a named pipe, socket or device); skipped",
+                                                True))
                 continue
             if rules.file_ignored(rel):
                 continue
