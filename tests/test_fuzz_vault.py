@@ -1,22 +1,31 @@
 """A vault fuzzer: hypothesis builds hostile vaults and runs `index` -> edit -> `index` through the real CLI.
 
-Each generated vault mixes ordinary notes (unicode names: CJK, combining marks, RTL, emoji; case clashes such
-as Note.md / note.md; links with `..`, absolute paths and names of other notes) with bad files: 0-byte, a sparse
-50 MB file (over the reader's size limit), NUL-filled, UTF-16 with and without BOM, YAML bombs (billion laughs
-anchors), 100k-character lines, unreadable files and folders, broken symlinks and symlink loops, a symlink out of
-the vault, a name that is not UTF-8, two names equal after NFC, and files deleted or replaced between the scan
-and the read (a hook around the reader). After every run it asserts:
+Each generated vault mixes ordinary notes (unicode names: CJK, combining marks, RTL, emoji, random code points;
+case clashes such as Note.md / note.md / NOTE.MD; titles and aliases that clash with other notes' names; links
+with `..`, absolute paths and `~`; headings, code, comments, callouts; frontmatter routes) with bad files:
+0-byte, a sparse 50 MB file (over the reader's size limit), NUL-filled, a few NULs, Latin-1, UTF-16 with and
+without BOM, YAML bombs (billion laughs anchors), broken and non-mapping YAML, 100k-character lines (alone and
+with a YAML bomb), unreadable files and folders, broken symlinks, symlink loops (file and folder), a symlink out
+of the vault, a named pipe, a name that is not UTF-8, two names equal after NFC, folders named like notes, and
+`.obsidian/app.json` variants. Files are deleted or replaced between the run's first look and its scan, and
+between the scan and the read (hooks around `scan_vault` and the reader). Runs per vault: index, edits
+(rewrite, delete, add, rename, good <-> bad), index, an unchanged index (answered from the manifest: every file
+gets its own old mtime), the human `index` and `stats` renderings, and a fresh index into another store.
+After the runs it asserts:
 
 - no traceback: exit code 0, no exception, "Traceback" nowhere in the output;
 - the `--json` report's `issues` hold exactly one line per bad file, naming it, and none for a good file;
-- nothing outside the store folder was written (bytes and mtime of every file, and the set of paths);
-- the store equals a fresh index of the final vault (tests/storekit.py `snapshot`).
+- nothing outside the store folders was written (bytes and mtime of every file, and the set of paths);
+- the store equals a fresh index of the final vault (tests/storekit.py `snapshot`), the unchanged run changes
+  nothing, and nothing from the file outside the vault reaches the store.
 
 Unreadable files: as root, `chmod 000` denies nothing, so there `os.open` (what the reader opens notes with) and
 `os.scandir` raise PermissionError for the chosen paths instead; as another user the real `chmod 000` is used.
 
-Examples: WIKIRAG_FUZZ_EXAMPLES (default 8, derandomized so CI always runs the same vaults). Setting it runs that
-many random vaults, e.g. `WIKIRAG_FUZZ_EXAMPLES=300 python -m pytest tests/test_fuzz_vault.py -q`.
+Examples: 12 by default, derandomized, so CI always runs the same vaults (~15 s). WIKIRAG_FUZZ_EXAMPLES=N runs
+N random vaults instead, WIKIRAG_FUZZ_NO_SHRINK=1 reports a failure at once instead of shrinking it (shrinking
+these examples can take many minutes):
+`WIKIRAG_FUZZ_EXAMPLES=300 WIKIRAG_FUZZ_NO_SHRINK=1 python -m pytest tests/test_fuzz_vault.py -q`.
 """
 
 from __future__ import annotations
@@ -41,6 +50,7 @@ from typer.testing import CliRunner
 
 from tests.storekit import HashEmbedding, snapshot
 from wikirag.cli import app
+from wikirag.index import run as index_run
 from wikirag.lightrag import engine
 from wikirag.settings import load_config
 from wikirag.vault import model as vault_model
@@ -49,7 +59,7 @@ EXAMPLES = int(os.environ.get("WIKIRAG_FUZZ_EXAMPLES", "0") or 0)
 AS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 runner = CliRunner()
 
-settings.register_profile("fuzz-ci", max_examples=8, deadline=None, derandomize=True, database=None,
+settings.register_profile("fuzz-ci", max_examples=12, deadline=None, derandomize=True, database=None,
                           suppress_health_check=list(HealthCheck))
 settings.register_profile("fuzz-long", max_examples=max(EXAMPLES, 1), deadline=None,
                           suppress_health_check=list(HealthCheck))
@@ -68,7 +78,8 @@ HOSTILE_TARGETS = ["../outside", "../../etc/passwd", "/etc/passwd", "/abs/Note",
                    "C:\\Windows\\win", "%2e%2e/x", "Note#Heading", "note^block", "~/secret", "sub/../../x"]
 BAD_KINDS = ["big", "nul", "utf16bom", "utf16", "bomb", "longline", "unreadable", "vanish", "broken", "loop",
              "outside", "fewnuls", "latin1", "badyaml", "yamllist", "bomblong", "fifo"]
-GOOD_KINDS = ["note", "note", "note", "empty", "replace", "attachment", "mddir", "yamlodd"]
+GOOD_KINDS = ["note", "note", "note", "empty", "replace", "attachment", "mddir", "yamlodd", "vanishearly",
+              "replaceearly"]
 # Valid YAML of odd types where strings are expected: read as well as can be, no problem line.
 YAML_ODD = """---
 title: 12345
@@ -147,7 +158,7 @@ def entry(draw, names: list[str], kinds: list[str] | None = None) -> Entry:
     kind = draw(st.sampled_from(kinds or GOOD_KINDS + BAD_KINDS))
     if kind in ("note", "unreadable", "vanish"):
         return Entry(kind, draw(note_text(names)))
-    if kind == "replace":
+    if kind in ("replace", "replaceearly"):
         then = draw(entry(names, ["note", "nul", "bomb", "longline", "fewnuls"]))
         return Entry(kind, draw(note_text(names)), then=then)
     if kind in ("longline", "bomblong"):
@@ -203,7 +214,7 @@ def vault_spec(draw) -> dict[str, Entry]:
 
 
 def content(e: Entry) -> bytes:
-    if e.kind in ("note", "unreadable", "vanish", "replace", "longline", "yamlodd"):
+    if e.kind in ("note", "unreadable", "vanish", "replace", "longline", "yamlodd", "vanishearly", "replaceearly"):
         return e.text.encode()
     if e.kind == "empty":
         return b""
@@ -334,21 +345,35 @@ def denial_hooks(w: World, mp: pytest.MonkeyPatch) -> Iterator[None]:
 
 @contextlib.contextmanager
 def mid_scan(w: World, mp: pytest.MonkeyPatch, touched: set[str], hooked_paths: set[str]) -> Iterator[None]:
-    """Delete (`vanish`) or replace (`replace`) a note after the scan listed it, before it is read."""
+    """Delete (`vanish`) or replace (`replace`) a note after the scan listed it, before it is read; the `early`
+    kinds act between the run's first look (the "nothing changed?" scan) and the scan that reads the vault."""
     real = vault_model.read_note
+    real_scan = index_run.scan_vault
+
+    def swap(abs_path: str, then: Entry | None) -> None:
+        touched.add(abs_path)
+        if then is None:
+            os.unlink(abs_path)
+            return
+        tmp = Path(abs_path + ".swap")
+        tmp.write_bytes(content(then))
+        os.replace(tmp, abs_path)
+
+    def first_look(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        scan = real_scan(*args, **kwargs)
+        for rel, e in w.spec.items():
+            if e.kind in ("vanishearly", "replaceearly"):
+                swap(os.path.abspath(w.vault / rel), e.then)
+        return scan
+
+    mp.setattr(index_run, "scan_vault", first_look)
     pending = {unicodedata.normalize("NFC", rel): e for rel, e in w.spec.items() if e.kind in ("vanish", "replace")}
 
     def hooked(abs_path, rel, *args, **kwargs):  # noqa: ANN001, ANN202
         e = pending.pop(rel, None)
         if e is not None:
             hooked_paths.add(rel)
-            touched.add(os.path.abspath(abs_path))
-            if e.kind == "vanish":
-                os.unlink(abs_path)
-            else:
-                tmp = Path(str(abs_path) + ".swap")
-                tmp.write_bytes(content(e.then) if e.then.kind != "longline" else e.then.text.encode())
-                os.replace(tmp, abs_path)
+            swap(os.path.abspath(abs_path), e.then)
         return real(abs_path, rel, *args, **kwargs)
 
     mp.setattr(vault_model, "read_note", hooked)
@@ -362,8 +387,8 @@ def settle(spec: dict[str, Entry], hooked: set[str]) -> dict[str, Entry]:
     for rel, e in spec.items():
         if e.kind in ("vanish", "replace") and unicodedata.normalize("NFC", rel) not in hooked:
             out[rel] = Entry("note", e.text)
-        elif e.kind != "vanish":
-            out[rel] = e.then if e.kind == "replace" else e
+        elif e.kind not in ("vanish", "vanishearly"):
+            out[rel] = e.then if e.kind in ("replace", "replaceearly") else e
     return out
 
 
@@ -372,12 +397,15 @@ def expected_issues(spec: dict[str, Entry]) -> dict[str, list[str]]:
     Two files whose names are equal after NFC share a path: the first one's own line, and the clash line."""
     out: dict[str, list[str]] = {}
     seen: set[str] = set()
-    for rel in sorted(spec, key=lambda r: (str(Path(r).parent), Path(r).name)):
-        e = spec[rel]
+    # A folder named like a note holds one: what the scan compares is that note's path.
+    files = {(f"{r}/inner.md" if e.kind == "mddir" else r): (Entry("note") if e.kind == "mddir" else e)
+             for r, e in spec.items()}
+    for rel in sorted(files, key=lambda r: (str(Path(r).parent), Path(r).name)):
+        e = files[rel]
         if e.kind == "badname":
             out.setdefault("bad\ufffd\ufffdname.md", []).append(EXPECT["badname"])
             continue
-        if e.kind in ("dirloop",):
+        if e.kind in ("dirloop", "vanishearly"):  # vanishearly: gone before the scan that reads
             continue
         if e.kind == "appjson":
             says = [v for k, v in APP_JSON_SAYS.items() if k in e.text]
@@ -396,7 +424,7 @@ def expected_issues(spec: dict[str, Entry]) -> dict[str, list[str]]:
             out.setdefault(shown, []).append(EXPECT["nfc"])
             continue
         seen.add(shown)
-        kind = e.then.kind if e.kind == "replace" else e.kind
+        kind = e.then.kind if e.kind in ("replace", "replaceearly") else e.kind
         if kind in EXPECT and (shown.lower().endswith(".md") or kind == "lockeddir"):  # attachments are not read
             out.setdefault(shown, []).append(EXPECT[kind])
     return out
