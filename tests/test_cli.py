@@ -163,3 +163,19 @@ def test_sample_vault_end_to_end_with_the_real_embedding_model(tmp_path):
     answer = json.loads(invoke("query", "How did the Bombe use cribs?", "--vault", str(vault), "--json").stdout)
     paths = {s["path"] for s in answer["sources"]}
     assert {"projects/Bombe.md", "concepts/Cribs.md"} & paths
+
+
+def test_index_and_stats_print_bracketed_file_names_literally(tmp_path, fast_embedding):
+    """Found by the vault fuzzer: rich read file and folder names as console markup, so a folder `x[` holding
+    `]y.md` (the path `x[/]y.md`), or a vault under `x[/vault]`, ended `index` and `stats` in a MarkupError
+    traceback, and `[red]` in a name vanished from the output."""
+    vault = tmp_path / "x[" / "vault]"
+    (vault / "x[").mkdir(parents=True)
+    (vault / "x[" / "]y.md").write_bytes(b"\0" * 64)  # a problem line naming x[/]y.md
+    (vault / "x[" / "]orphan.md").write_text("no links in or out\n")  # listed among the orphans
+    (vault / "[red]Note.md").write_text("a note\n")
+    for command, names in (("index", ["x[/]y.md", "x[/vault]"]), ("stats", ["x[/]orphan.md", "[red]Note.md"])):
+        result = invoke(command, str(vault))
+        assert result.exit_code == 0 and result.exception is None, (command, repr(result.exception))
+        shown = " ".join(result.output.split())
+        assert all(name in shown for name in names), (command, shown)

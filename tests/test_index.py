@@ -365,3 +365,32 @@ def test_an_untouched_vault_is_answered_from_the_manifest(vault, tmp_path, monke
     note = vault / "projects" / "Bombe.md"
     note.write_text(note.read_text().replace("Bombe", "Bomb", 1))  # a real edit is seen
     assert index(vault, tmp_path / "store")[1].notes_changed == 1
+
+
+def test_an_entity_losing_its_last_chunk_keeps_no_stale_chunk_tracker(tmp_path):
+    """Found by the vault fuzzer: an empty note linked from one other note; deleting the linking note left
+    the empty note's entity with no chunk, but its `entity_chunks` tracker still listed the deleted chunk."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Empty.md").write_text("")
+    (vault / "Linker.md").write_text("Linker points at [[Empty]] in one sentence.\n")
+    config, _ = index(vault, tmp_path / "store")
+    assert snapshot(config)["entity_chunks"]["Empty"]["count"] == 1
+    (vault / "Linker.md").unlink()
+    config, _ = index(vault, tmp_path / "store")
+    config_fresh, _ = index(vault, tmp_path / "fresh")
+    assert "Empty" in snapshot(config)["nodes"]
+    assert snapshot(config) == snapshot(config_fresh)
+
+
+def test_a_note_with_a_read_problem_and_a_frontmatter_error_is_one_issue_line(tmp_path):
+    """Found by the vault fuzzer: a note with a 100k-character line and a YAML bomb in its frontmatter got two
+    lines in the report's `issues` (the read problem, then the frontmatter error): one file, one line."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Good.md").write_text("A plain note.\n")
+    (vault / "Both.md").write_text("---\ntitle: [unclosed\n---\n" + "word " * 30_000 + "\n")
+    _, report = index(vault, tmp_path / "store")
+    lines = [line for line in report.issues if line.startswith("Both.md: ")]
+    assert len(lines) == 1 and len(report.issues) == 1, report.issues
+    assert "characters" in lines[0] and "invalid YAML" in lines[0]

@@ -129,6 +129,26 @@ def test_obsidian_excluded_files(tmp_path: Path) -> None:
     assert "'/(unclosed/' is no valid regex" in scan.issues[0].message
 
 
+@pytest.mark.parametrize("filters", ['"Notes"', '{"drafts/": true}', "3"])
+def test_excluded_files_that_are_not_a_list_exclude_nothing_and_say_so(tmp_path: Path, filters: str) -> None:
+    """Found while fuzzing `.obsidian/app.json`: `"userIgnoreFilters": "Notes"` was iterated letter by letter,
+    so every file starting with N, o, t, e or s was silently left out (a dict's keys became prefixes too)."""
+    write(tmp_path, ".obsidian/app.json", f'{{"userIgnoreFilters": {filters}}}')
+    for name in ("Note.md", "sub/a.md", "drafts/b.md", "keep.md"):
+        write(tmp_path, name)
+    scan = scan_vault(tmp_path)
+    assert [n.path for n in scan.notes] == ["Note.md", "drafts/b.md", "keep.md", "sub/a.md"]
+    assert [(i.path, i.skipped) for i in scan.issues] == [(".obsidian/app.json", False)]
+    assert "not a list" in scan.issues[0].message
+
+
+def test_two_bad_regexes_in_app_json_are_one_line(tmp_path: Path) -> None:
+    """One file, one line: each invalid Excluded files regex used to get a line of its own."""
+    write(tmp_path, ".obsidian/app.json", '{"userIgnoreFilters": ["/(a/", "/[b/", "ok/"]}')
+    [issue] = scan_vault(tmp_path).issues
+    assert issue.path == ".obsidian/app.json" and "'/(a/'" in issue.message and "'/[b/'" in issue.message
+
+
 def test_unreadable_app_json_is_reported(tmp_path: Path) -> None:
     write(tmp_path, ".obsidian/app.json", "{not json")
     write(tmp_path, "a.md")
@@ -165,6 +185,45 @@ def test_symlinks(tmp_path: Path) -> None:
         ("leak.md", "symlink leads outside the vault; not followed"),
         ("leakdir", "symlink leads outside the vault; not followed"),
     ]
+
+
+@needs_symlinks
+def test_a_symlink_loop_is_reported_as_a_symlink_loop(tmp_path: Path) -> None:
+    """Found by the vault fuzzer: a.md -> b.md -> a.md was reported as "cannot read (Too many levels of
+    symbolic links)", the raw errno text, instead of saying what is wrong with the file."""
+    os.symlink("b.md", tmp_path / "a.md")
+    os.symlink("a.md", tmp_path / "b.md")
+    scan = scan_vault(tmp_path)
+    assert scan.notes == []
+    assert sorted((i.path, i.message, i.skipped) for i in scan.issues) == [
+        ("a.md", "symlink loop; skipped", True), ("b.md", "symlink loop; skipped", True)]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_a_fifo_named_like_a_note_is_reported_not_skipped_silently(tmp_path: Path) -> None:
+    """Found by the vault fuzzer: a named pipe called pipe.md was left out without a word (reading it would
+    block forever, so skipping is right; saying nothing is not)."""
+    os.mkfifo(tmp_path / "pipe.md")
+    os.mkfifo(tmp_path / "pipe.bin")  # not a note: wikirag never reads it, nothing to say
+    write(tmp_path, "a.md")
+    scan = scan_vault(tmp_path)
+    assert [n.path for n in scan.notes] == ["a.md"]
+    assert [(i.path, i.message, i.skipped) for i in scan.issues] == [
+        ("pipe.md", "not a regular file (a named pipe, socket or device); skipped", True)]
+
+
+def test_nfc_twins_line_tells_which_spelling_was_skipped(tmp_path: Path) -> None:
+    """Found by the vault fuzzer: the clash line read "Café.md: same name as 'Café.md' ...", the two
+    spellings printing alike, so nothing said which file was left out."""
+    nfd = unicodedata.normalize("NFD", "Caf\u00e9.md")
+    write(tmp_path, "Caf\u00e9.md", "nfc")
+    write(tmp_path, nfd, "nfd")
+    if len(list(tmp_path.iterdir())) < 2:
+        pytest.skip("this file system normalises names")
+    [issue] = scan_vault(tmp_path).issues
+    kept = scan_vault(tmp_path).notes[0].abs_path.name
+    skipped = nfd if kept != nfd else "Caf\u00e9.md"
+    assert ascii(skipped) in issue.message and ascii(kept) in issue.message and ascii(kept) != ascii(skipped)
 
 
 @needs_symlinks

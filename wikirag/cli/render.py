@@ -63,12 +63,12 @@ def render_stats(stats: VaultStats, console: Console) -> None:
         hubs.add_column("note")
         hubs.add_column("backlinks", justify="right")
         for hub in stats.top_hubs:
-            hubs.add_row(hub.path, str(hub.backlinks))
+            hubs.add_row(Text(hub.path), str(hub.backlinks))
         parts += ["", Text("Top hubs (by backlinks)", style="bold"), hubs]
     parts += _listing("Orphans (no links in or out)", stats.orphans)
     parts += _listing("Duplicate names", [", ".join(group) for group in stats.duplicate_names])
     parts += _listing("Frontmatter problems", [f"{p.path}: {p.error}" for p in stats.frontmatter_problems])
-    console.print(Panel(Group(*parts), title=f"[bold]{stats.vault}[/bold]", expand=False))
+    console.print(Panel(Group(*parts), title=Text(str(stats.vault), style="bold"), expand=False))
 
 
 def _listing(title: str, items: list[str]) -> list:
@@ -77,7 +77,7 @@ def _listing(title: str, items: list[str]) -> list:
     table = Table(box=None, show_header=False)
     table.add_column(overflow="fold")
     for item in items[:LIST_LIMIT]:
-        table.add_row(item)
+        table.add_row(Text(item))  # file names are text, never console markup (`x[/]y.md`)
     if len(items) > LIST_LIMIT:
         table.add_row(f"… and {len(items) - LIST_LIMIT:,} more (see --json)")
     return ["", Text(f"{title}: {len(items):,}", style="bold"), table]
@@ -126,7 +126,7 @@ def render_index_report(report: IndexReport, console: Console) -> None:
         parts += ["", Text(f"{report.notes_pending_extraction} notes are indexed from their links and wait "
                            "for LLM extraction: set WIKIRAG_LLM and run `wikirag index` again "
                            "(`wikirag cost-estimate` shows the bill first).", style="dim")]
-    console.print(Panel(Group(*parts), title=f"[bold]{report.vault}[/bold] — {title}", expand=False))
+    console.print(Panel(Group(*parts), title=Text(str(report.vault), style="bold") + Text(f" — {title}"), expand=False))
 
 
 # --- query ---------------------------------------------------------------------------------------

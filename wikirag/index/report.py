@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from wikirag.index.ledger import Ledger
 from wikirag.index.planning import Plan
+from wikirag.vault.model import Vault
 
 Progress = Callable[[str, int, int], None]
 
@@ -61,12 +62,20 @@ def fill_plan_counts(report: IndexReport, plan: Plan, ledger: Ledger) -> None:
     report.notes_changed = len(plan.changed)
     report.notes_unchanged = len(plan.unchanged)
     report.notes_deleted = len(plan.deleted)
-    report.issues = [f"{i.path}: {i.message}" for i in plan.vault.issues] + [
-        f"{path}: {note.frontmatter_error}" for path, note in sorted(plan.vault.notes.items())
-        if note.frontmatter_error
-    ]
+    report.issues = issue_lines(plan.vault)
     report.notes_failed = sum(1 for i in plan.vault.issues if i.skipped and i.path.lower().endswith(".md"))
     report.notes_skipped = len(plan.skipped)
+
+
+def issue_lines(vault: Vault) -> list[str]:
+    """One line per file: a note read with a problem and with a frontmatter error gets both on one line. (Two
+    files whose names are equal after NFC keep a line each: the skipped one's names both spellings.)"""
+    errors = {path: note.frontmatter_error for path, note in vault.notes.items() if note.frontmatter_error}
+    lines = []
+    for issue in vault.issues:
+        error = None if issue.skipped else errors.pop(issue.path, None)
+        lines.append(f"{issue.path}: {issue.message}" + (f"; {error}" if error else ""))
+    return lines + [f"{path}: {error}" for path, error in sorted(errors.items())]
 
 
 def fill_totals(report: IndexReport, ledger: Ledger) -> None:

@@ -70,8 +70,12 @@ class StoreWriter:
             for r in records
             if (ids := [c for c in r["source_id"].split(SEP) if c])
         }
-        if trackers and self.rag.entity_chunks is not None:
-            await self.rag.entity_chunks.upsert(trackers)
+        if self.rag.entity_chunks is not None:
+            if trackers:
+                await self.rag.entity_chunks.upsert(trackers)
+            # An entity left with no chunk (its last linking note went) must not keep the old tracker.
+            if chunkless := [r["entity_id"] for r in records if r["entity_id"] not in trackers]:
+                await self.rag.entity_chunks.delete(chunkless)
 
     async def delete_entities(self, names: list[str]) -> None:
         if not names:
@@ -112,8 +116,12 @@ class StoreWriter:
             for r in records
             if (ids := [c for c in r["source_id"].split(SEP) if c])
         }
-        if trackers and self.rag.relation_chunks is not None:
-            await self.rag.relation_chunks.upsert(trackers)
+        if self.rag.relation_chunks is not None:
+            if trackers:
+                await self.rag.relation_chunks.upsert(trackers)
+            keys = [make_relation_chunk_key(r["src_id"], r["tgt_id"]) for r in records]
+            if chunkless := [k for k in keys if k not in trackers]:
+                await self.rag.relation_chunks.delete(chunkless)
 
     async def delete_relations(self, keys: list[tuple[str, str]]) -> None:
         if not keys:

@@ -53,11 +53,16 @@ class IgnoreRules:
         if app_json.is_file():
             try:
                 raw = json.loads(app_json.read_text(encoding="utf-8-sig")).get("userIgnoreFilters") or []
-                filters = [f for f in raw if isinstance(f, str)]
+                if isinstance(raw, list):
+                    filters = [f for f in raw if isinstance(f, str)]
+                else:  # a string would be read letter by letter, each letter a prefix excluding notes
+                    issues.append(ReadIssue(APP_JSON, f"Excluded files (userIgnoreFilters) is a JSON "
+                                                      f"{type(raw).__name__}, not a list; not applied"))
             except (OSError, ValueError, AttributeError) as exc:
                 issues.append(ReadIssue(APP_JSON, f"unreadable, Excluded files not applied ({exc})"))
         rules = cls(exclude, filters)
-        issues.extend(ReadIssue(APP_JSON, problem) for problem in rules.problems)
+        if rules.problems:  # one file, one line
+            issues.append(ReadIssue(APP_JSON, "; ".join(rules.problems)))
         return rules, issues
 
     def folder_ignored(self, rel: str) -> bool:

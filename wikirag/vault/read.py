@@ -5,6 +5,7 @@ non-UTF-8, long lines), with a one-line reason for each file skipped or repaired
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import unicodedata
@@ -133,7 +134,8 @@ def scan_files(root: Path, rules: IgnoreRules) -> ScanResult:
                 is_dir = entry.is_dir()
                 is_file = not is_dir and entry.is_file()
             except OSError as exc:
-                out.issues.append(ReadIssue(rel, f"cannot read ({_why(exc)}); skipped", True))
+                why = "symlink loop" if exc.errno == errno.ELOOP else f"cannot read ({_why(exc)})"
+                out.issues.append(ReadIssue(rel, f"{why}; skipped", True))
                 continue
             if is_dir:
                 if not rules.folder_ignored(rel):
@@ -142,14 +144,17 @@ def scan_files(root: Path, rules: IgnoreRules) -> ScanResult:
             if not is_file:
                 if link:
                     out.issues.append(ReadIssue(rel, "broken symlink; skipped", True))
+                elif is_note(name) and not rules.file_ignored(rel):  # never opened: a pipe would block the read
+                    out.issues.append(ReadIssue(rel, "not a regular file (a named pipe, socket or device); skipped",
+                                                True))
                 continue
             if rules.file_ignored(rel):
                 continue
             if rel in seen_paths:
                 first = seen_paths[rel]
-                out.issues.append(
-                    ReadIssue(rel, f"same name as {first!r} after Unicode normalisation (NFC); skipped", True)
-                )
+                # Both spellings print alike: name the skipped one's code points so the line tells them apart.
+                why = f"spelled {ascii(disk_rel)} on disk, the same name as {ascii(first)} after Unicode normalisation"
+                out.issues.append(ReadIssue(rel, f"{why} (NFC); skipped", True))
                 continue
             seen_paths[rel] = disk_rel
             if is_note(name):
