@@ -10,12 +10,12 @@ counts are exactly the chunks LightRAG extracts.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
-_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+from wikirag.markdown.layout import lay_out
+from wikirag.markdown.structure import code_lines
+
 
 
 @dataclass
@@ -36,12 +36,15 @@ class _Block:
 
 
 def _blocks(text: str) -> list[_Block]:
-    """Split text into paragraph blocks; headings start their own block; fences stay whole."""
+    """Split text into paragraph blocks; headings start their own block; code stays whole. Headings and code
+    come from the one layout pass (`markdown.structure`), so chunks, sections and routing agree on them."""
+    layout = lay_out(text)
+    headings = {line: (level, title) for _offset, level, title, line in layout.headings}
+    in_code = code_lines(text, layout)
     blocks: list[_Block] = []
     path: list[tuple[int, str]] = []
     current: list[str] = []
     start = 1
-    fence: str | None = None
 
     def flush(next_start: int) -> None:
         nonlocal current, start
@@ -50,24 +53,14 @@ def _blocks(text: str) -> list[_Block]:
         current, start = [], next_start
 
     for number, line in enumerate(text.split("\n"), start=1):
-        if fence is not None:
-            current.append(line)
-            if line.strip().startswith(fence) and set(line.strip()) == {fence[0]}:
-                fence = None
-            continue
-        opening = _FENCE.match(line)
-        if opening:
-            fence = opening.group(1)
-            current.append(line)
-            continue
-        heading = _HEADING.match(line)
-        if heading:
+        heading = headings.get(number - 1)
+        if heading is not None:
             flush(number)
-            level = len(heading.group(1))
-            path[:] = [(lv, h) for lv, h in path if lv < level] + [(level, heading.group(2).strip())]
+            level, title = heading
+            path[:] = [(lv, h) for lv, h in path if lv < level] + [(level, title.strip())]
             current, start = [line], number
             continue
-        if not line.strip():
+        if not line.strip() and number - 1 not in in_code:
             current.append(line)
             flush(number + 1)
             continue
