@@ -17,7 +17,6 @@ from wikirag.markdown.layout import lay_out
 from wikirag.markdown.structure import code_lines
 
 
-
 @dataclass
 class Chunk:
     content: str

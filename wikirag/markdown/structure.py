@@ -78,7 +78,7 @@ def sections(body: str, layout: Layout | None = None) -> list[Section]:
     if first > 0:
         out.append(Section(1, first, [], 0, _prose_of(_cut(body, 0, layout.line_starts[first] if first < lines
                                                               else len(body), holes))))
-    for k, (offset, level, text, line) in enumerate(marks):
+    for k, (_offset, level, text, line) in enumerate(marks):
         path[:] = [(lv, h) for lv, h in path if lv < level] + [(level, text)]
         nxt = marks[k + 1] if k + 1 < len(marks) else None
         end_offset = nxt[0] if nxt else len(body)

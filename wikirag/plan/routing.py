@@ -166,8 +166,9 @@ def route_note(
         return RouteDecision("extract", f"{why}: LLM extraction with link hints{ignored}", f)
     if settings.policy == "links":
         return RouteDecision(
-            "inject", f"{f.resolved_links} resolved links to {f.distinct_targets} notes (≥{settings.min_resolved_links}):"
-            f" the links say what it is about; its prose is chunked and embedded{ignored}", f)
+            "inject", f"{f.resolved_links} resolved links to {f.distinct_targets} notes "
+            f"(≥{settings.min_resolved_links}): the links say what it is about; its prose is chunked and embedded"
+            f"{ignored}", f)
     if f.uncovered_prose_tokens <= settings.max_uncovered_tokens:
         return RouteDecision(
             "inject",
