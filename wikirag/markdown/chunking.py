@@ -116,6 +116,14 @@ def chunk_text(text: str, tokenizer: Any, size: int = 600, overlap: int = 60) ->
 
 
 
+def first_heading(content: str) -> str:
+    """The heading a text opens with ("" if none), as `chunk_text` sees it: the layout pass on the first
+    paragraph (a setext heading needs its underline)."""
+    end = content.find("\n\n")
+    headings = lay_out(content if end < 0 else content[:end]).headings
+    return headings[0][2].strip() if headings and headings[0][3] == 0 else ""
+
+
 def heading_path(title: str, headings: list[str]) -> list[str]:
     """A chunk's breadcrumb: the note title, then its section path; a body opening with an H1 equal to
     the title does not repeat it."""
