@@ -145,7 +145,7 @@ def test_prompt_sizes_disk_cache_round_trip(tmp_path, monkeypatch):
 
 def test_extraction_call_sizes_follow_the_templates():
     n = note(PROSE)
-    cost = estimate_note(n, [], extract(n), CostSettings(), hint=0)
+    cost = estimate_note(n, [], extract(n), CostSettings(gleaning=1), hint=0)
     sizes = prompt_sizes()
     chunk = count_tokens(lightrag_content(PROSE))
     crumb = sizes.section_fixed + count_tokens("n")  # every wikirag chunk sits under its note's title
@@ -161,9 +161,10 @@ def test_extraction_call_sizes_follow_the_templates():
 def test_gleaning_adds_one_call_per_chunk_and_respects_the_input_cap():
     text = "\n\n".join(f"Part {i}. {PROSE}" for i in range(4))
     n = note(text)
-    on = estimate_note(n, [], extract(n), CostSettings(), hint=0).wikirag
-    off = estimate_note(n, [], extract(n), CostSettings(gleaning=0), hint=0).wikirag
-    capped = estimate_note(n, [], extract(n), CostSettings(max_extract_input_tokens=2000), hint=0).wikirag
+    on = estimate_note(n, [], extract(n), CostSettings(gleaning=1), hint=0).wikirag
+    off = estimate_note(n, [], extract(n), CostSettings(), hint=0).wikirag  # wikirag's default: no gleaning
+    capped = estimate_note(n, [], extract(n), CostSettings(gleaning=1, max_extract_input_tokens=2000),
+                           hint=0).wikirag
     assert on.extraction_calls == off.extraction_calls == capped.extraction_calls > 1
     assert on.gleaning_calls == on.extraction_calls and off.gleaning_calls == capped.gleaning_calls == 0
     assert on.input_tokens > off.input_tokens
@@ -298,12 +299,13 @@ def test_cached_prefix_needs_a_caching_provider_and_a_long_enough_prefix():
     n = note(PROSE)
     sizes = prompt_sizes()
     user = sizes.user_fixed + sizes.section_fixed + count_tokens("n") + count_tokens(PROSE.strip())
-    openai = estimate_note(n, [], extract(n), CostSettings(), hint=0).wikirag
+    openai = estimate_note(n, [], extract(n), CostSettings(gleaning=1), hint=0).wikirag
     assert openai.cached_input_tokens == sizes.system + (sizes.system + user)
     assert openai.usd_cached < openai.usd
-    local = estimate_note(n, [], extract(n), CostSettings(model="local"), hint=0).wikirag
+    assert estimate_note(n, [], extract(n), CostSettings(), hint=0).wikirag.cached_input_tokens == sizes.system
+    local = estimate_note(n, [], extract(n), CostSettings(model="local", gleaning=1), hint=0).wikirag
     assert local.cached_input_tokens == 0 and local.usd == 0
-    haiku = estimate_note(n, [], extract(n), CostSettings(model="claude-3-5-haiku"), hint=0).wikirag
+    haiku = estimate_note(n, [], extract(n), CostSettings(model="claude-3-5-haiku", gleaning=1), hint=0).wikirag
     assert haiku.cached_input_tokens == sizes.system + user  # Haiku caches prefixes of 2,048 tokens and up
 
 
@@ -318,7 +320,8 @@ def test_settings_from_mapping_and_lightrag_defaults():
     with pytest.raises(ConfigError, match=r"\[cost\] colour"):
         CostSettings.from_mapping({"colour": "red"})
     r = CostSettings().resolved()
-    assert r.gleaning == r.vanilla_gleaning == constants.DEFAULT_MAX_GLEANING
+    assert r.gleaning == 0 and r.vanilla_gleaning == constants.DEFAULT_MAX_GLEANING  # wikirag gleans off
+    assert CostSettings(gleaning=None).resolved().gleaning == constants.DEFAULT_MAX_GLEANING
     assert r.force_llm_summary_on_merge == constants.DEFAULT_FORCE_LLM_SUMMARY_ON_MERGE
     assert lightrag_defaults()["summary_max_tokens"] == constants.DEFAULT_SUMMARY_MAX_TOKENS
 

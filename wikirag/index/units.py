@@ -15,9 +15,9 @@ from wikirag.graph.contribution import note_type
 from wikirag.graph.records import ChunkRecord, NoteContribution
 from wikirag.lightrag.ids import md5_id, xml_safe
 from wikirag.markdown.chunking import chunk_text, heading_record
-from wikirag.markdown.structure import sections
 from wikirag.models import ParsedNote
 from wikirag.plan.packing import Pack, PackItem, pack_hint, pack_items
+from wikirag.plan.packing import extract_text as packed_text
 
 UNIT_PREFIX = "unit-"
 
@@ -44,10 +44,7 @@ class UnitPlan:
 
 def extract_text(note: ParsedNote, spans: list[tuple[int, int]]) -> str:
     """What the LLM reads of a note: its body, or (policy "prose") its uncovered sections."""
-    if not spans:
-        return note.body.strip()
-    lines = note.body.split("\n")
-    return "\n\n".join("\n".join(lines[a - 1 : b]).strip() for a, b in spans).strip()
+    return packed_text(note.body, spans)
 
 
 def plan_units(plan: Any, paths: list[str], encoder: Any, chunk_size: int, pack_max_tokens: int) -> UnitPlan:
@@ -60,9 +57,7 @@ def plan_units(plan: Any, paths: list[str], encoder: Any, chunk_size: int, pack_
         text = extract_text(note, spans)
         tokens = plan.body_tokens.get(path, 0) if not spans else len(encoder.encode_ordinary(text))
         out.items[path] = PackItem(path, plan.names[path], text, tokens)
-    titles = {}
-    packs, _alone = pack_items(out.items.values(), chunk_size, pack_max_tokens,
-                               title_tokens=lambda t: titles.setdefault(t, len(encoder.encode_ordinary(t)) + 1))
+    packs, _alone = pack_items(out.items.values(), chunk_size, pack_max_tokens)
     out.packs = packs
     out.pack_of = {p: i for i, pack in enumerate(packs) for p in pack.paths}
     return out
@@ -88,17 +83,14 @@ def note_units(plan: Any, path: str, contribution: NoteContribution, tokenizer: 
     if not spans:
         return [Unit(c.id, c.content, c.tokens, c.order, c.heading, hint, [path]) for c in contribution.chunks]
     note = plan.vault.notes[path]
-    starts = {s.start_line: s.headings for s in sections(note.body)}
     units: list[Unit] = []
-    for a, b in spans:
-        text = "\n".join(note.body.split("\n")[a - 1 : b])
-        for c in chunk_text(text, tokenizer, config.index.chunk_token_size, config.index.chunk_overlap_token_size):
-            headings = starts.get(a, []) if not c.headings else [*starts.get(a, [])[:-1], *c.headings]
-            content = xml_safe(c.content)
-            key = md5_id(f"{contribution.doc_id}:{content}", UNIT_PREFIX)
-            if all(u.key != key for u in units):
-                units.append(Unit(key, content, c.tokens, len(units), heading_record(note.title, headings), hint,
-                                  [path]))
+    text = extract_text(note, spans)
+    for c in chunk_text(text, tokenizer, config.index.chunk_token_size, config.index.chunk_overlap_token_size):
+        content = xml_safe(c.content)
+        key = md5_id(f"{contribution.doc_id}:{content}", UNIT_PREFIX)
+        if all(u.key != key for u in units):
+            units.append(Unit(key, content, c.tokens, len(units), heading_record(note.title, c.headings), hint,
+                              [path]))
     return units
 
 

@@ -34,6 +34,7 @@ from wikirag.plan.chunk_plans import ChunkPlanner, PlannedChunk
 from wikirag.plan.cost_settings import CostSettings, prompt_sizes
 from wikirag.plan.hints import note_hint
 from wikirag.plan.mentions import sentence_names
+from wikirag.plan.packing import PackItem, extract_text, pack_hint, pack_items
 from wikirag.plan.prices import PriceTable
 from wikirag.plan.results import CostEstimate, FolderCost, NoteCost, ScenarioCost
 from wikirag.plan.routing import Outgoing, RouteDecision, note_features
@@ -97,6 +98,7 @@ def estimate_vault(
         "wikirag": Scenario(s, sizes, s.gleaning, price, enc, lightrag_merges=False),
     }
     titles = {p: n.title.strip() or n.name for p, n in vault.notes.items()}
+    packable: dict[str, PackItem] = {}  # extract-routed notes (or sections) small enough to share a call
     routes = {"inject": 0, "extract": 0, "skip": 0}
     folders: dict[str, FolderCost] = {}
     rows: list[NoteCost] = []
@@ -127,10 +129,20 @@ def estimate_vault(
         vanilla, duplicate = runs["vanilla"].document(path, content, vanilla_plan, 0)
 
         hint = 0
+        pending_pack = False
         if decision.route == "extract":
             if s.hint:
                 hint = _hint_for(hints, note, vault.outgoing(path), vault.notes, titles, s)
-            wikirag, _ = runs["wikirag"].document(path, body, plan, hint)
+            text = extract_text(note.body, decision.sections)
+            tokens = body_tokens if not decision.sections else len(enc.encode_ordinary(text))
+            if 0 < tokens <= s.pack_max_tokens and text:
+                packable[path] = PackItem(path, titles[path], text, tokens)
+                pending_pack = True
+                wikirag = ScenarioCost()
+            elif decision.sections:
+                wikirag = _sections_cost(runs["wikirag"], planner, note, decision.sections, hint, path)
+            else:
+                wikirag, _ = runs["wikirag"].document(path, body, plan, hint)
         else:
             wikirag = ScenarioCost(chunks=len(plan))
             if decision.route == "inject":
@@ -142,21 +154,31 @@ def estimate_vault(
             wikirag=wikirag, vanilla=vanilla, duplicate_of=duplicate,
         )
         rows.append(row)
+        if pending_pack:
+            row.wikirag.chunks = len(plan)
         f = folders.setdefault(row.folder, FolderCost(row.folder))
         f.notes += 1
         f.tokens += body_tokens
         setattr(f, decision.route, getattr(f, decision.route) + 1)
-        f.wikirag_usd += wikirag.usd
         f.vanilla_usd += vanilla.usd
-        f.wikirag_input_tokens += wikirag.input_tokens
         f.vanilla_input_tokens += vanilla.input_tokens
+    by_path = {row.path: row for row in rows}
+    pack_costs = _pack_costs(runs["wikirag"], packable, vault, titles, by_path, planner, s)
+    for row in rows:
+        f = folders[row.folder]
+        f.wikirag_usd += row.wikirag.usd
+        f.wikirag_input_tokens += row.wikirag.input_tokens
 
     totals = {name: ScenarioCost() for name in SCENARIOS}
     structure = totals["structure_only"]
+    for cost in pack_costs:
+        totals["wikirag"].add(cost)
     for row in rows:
         if row.vanilla.notes:
             totals["vanilla"].add(row.vanilla)
-        if row.wikirag.notes:
+        if row.pack:  # its LLM cost is in its pack's
+            totals["wikirag"].chunks += row.wikirag.chunks
+        elif row.wikirag.notes:
             totals["wikirag"].add(row.wikirag)
         else:  # injected or skipped: only chunks and embeddings
             totals["wikirag"].chunks += row.wikirag.chunks
@@ -174,7 +196,7 @@ def estimate_vault(
         "chunk_token_size", "chunk_overlap_token_size", "vanilla_chunk_token_size",
         "vanilla_chunk_overlap_token_size", "gleaning", "vanilla_gleaning", "force_llm_summary_on_merge",
         "summary_max_tokens", "summary_context_size", "summary_length_recommended", "max_extract_input_tokens",
-        "max_total_records", "max_entity_records", "language", "section_context", "hint")}
+        "max_total_records", "max_entity_records", "language", "section_context", "hint", "pack_max_tokens")}
     return CostEstimate(
         vault=str(getattr(vault, "root", "")),
         model=s.model,
@@ -200,6 +222,69 @@ def _hint_for(hints: HintSource, note: ParsedNote, outgoing: Outgoing, notes: Ma
     if callable(hints):
         return int(hints(note, outgoing))
     return int(hints.get(note.path, 0))
+
+
+def _sections_cost(run: Scenario, planner: ChunkPlanner, note: ParsedNote, spans: list[tuple[int, int]],
+                   hint: int, path: str) -> ScenarioCost:
+    """Policy "prose": only the uncovered sections go to the LLM, chunked together as the pipeline does."""
+    text = extract_text(note.body, spans)
+    chunks = planner.wikirag(text, len(planner.enc.encode_ordinary(text)), note.title)
+    cost, _ = run.document(path, text, chunks, hint)
+    return cost
+
+
+def _pack_costs(run: Scenario, packable: dict[str, PackItem], vault: Any, titles: Mapping[str, str],
+                rows: dict[str, NoteCost], planner: ChunkPlanner, s: CostSettings) -> list[ScenarioCost]:
+    """Small extract-routed notes share one call per pack (plan/packing.py, as the pipeline packs them); a
+    note left alone pays its own. Each member's row shows its share of the pack by tokens."""
+    packs, alone = pack_items(packable.values(), s.chunk_token_size, s.pack_max_tokens)
+    out = []
+    for item in alone:
+        row = rows[item.path]
+        note = vault.notes[item.path]
+        plan = planner.wikirag(item.text, item.tokens, note.title)
+        cost, _ = run.document(item.path, item.text, plan, row.hint_tokens)
+        cost.chunks = row.chunks
+        _fill_row(row, cost)
+    for pack in packs:
+        content = pack.content()
+        tokens = len(planner.enc.encode_ordinary(content))
+        hint = 0
+        if s.hint:
+            members = []
+            for path in pack.paths:
+                note = vault.notes[path]
+                targets = sorted({titles[r.path] for _l, r in vault.outgoing(path)
+                                  if r.path and not r.is_attachment and r.path != path and r.path in titles})
+                members.append((titles[path], note_type(note, s.default_note_type), list(note.aliases), targets))
+            hint = len(planner.enc.encode_ordinary(pack_hint(members)))
+        cost, _ = run.document(pack.paths[0], content, [PlannedChunk(content, tokens)], hint)
+        cost.chunks, cost.notes = 0, len(pack.members)  # the stored chunks stay per note (counted on the rows)
+        out.append(cost)
+        total = sum(m.tokens for m in pack.members) or 1
+        for member in pack.members:
+            row = rows[member.path]
+            share = _share(cost, member.tokens / total)
+            share.chunks = row.wikirag.chunks
+            share.notes = 1
+            row.pack = len(pack.members)
+            row.hint_tokens = hint
+            _fill_row(row, share)
+    return out
+
+
+def _share(cost: ScenarioCost, part: float) -> ScenarioCost:
+    share = ScenarioCost()
+    for name in vars(cost):
+        value = getattr(cost, name)
+        setattr(share, name, value * part if isinstance(value, float) else round(value * part))
+    return share
+
+
+def _fill_row(row: NoteCost, cost: ScenarioCost) -> None:
+    row.wikirag = cost
+    row.llm_calls, row.input_tokens, row.output_tokens, row.usd = (cost.llm_calls, cost.input_tokens,
+                                                                   cost.output_tokens, cost.usd)
 
 
 def _inject_records(decision: RouteDecision) -> int:

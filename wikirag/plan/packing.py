@@ -53,6 +53,14 @@ def member_block(title: str, text: str) -> str:
     return f"{TITLE_PREFIX}{title.strip()}\n\n{text.strip()}"
 
 
+def extract_text(body: str, spans: list[tuple[int, int]]) -> str:
+    """What the LLM reads of a note: its body, or (policy "prose") its uncovered sections (body line spans)."""
+    if not spans:
+        return body.strip()
+    lines = body.split("\n")
+    return "\n\n".join("\n".join(lines[a - 1 : b]).strip() for a, b in spans).strip()
+
+
 def is_anchor(path: str) -> bool:
     return hashlib.sha1(path.encode("utf-8")).digest()[0] % ANCHOR_EVERY == 0
 

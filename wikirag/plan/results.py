@@ -55,6 +55,7 @@ class NoteCost:
     wikirag: ScenarioCost = field(default_factory=ScenarioCost)
     vanilla: ScenarioCost = field(default_factory=ScenarioCost)
     duplicate_of: str | None = None  # vanilla LightRAG drops this note: same content as this earlier note
+    pack: int = 0  # notes in the extraction call this note shares (0: it is not packed); its figures are a share
 
 
 @dataclass
