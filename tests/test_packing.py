@@ -88,7 +88,8 @@ def test_adding_a_note_moves_pack_boundaries_only_up_to_the_next_anchor():
 def test_packed_notes_share_calls_and_keep_exactly_their_own_entities(tmp_path):
     vault = make_vault(tmp_path / "v", 24)
     # a note whose last line has no full stop: the fake reads it and the next title line as one sentence
-    (vault / "notes" / "Note Zz.md").write_text("Grace Hopper visited the Harvard Mark Lab with her team of careful engineers, in the long and cold "
+    (vault / "notes" / "Note Zz.md").write_text(
+        "Grace Hopper visited the Harvard Mark Lab with her team of careful engineers, in the long and cold "
         "winter of a busy year\n")
     config = config_for(vault, tmp_path / "store")
     llm = FakeLLM(keep_prompts=True)
