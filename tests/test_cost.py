@@ -524,3 +524,38 @@ def test_estimate_is_fast_on_the_sample_vault(accuracy_runs):
     started = time.perf_counter()
     estimate_vault(r["vault"], r["decisions"], replace(CostSettings(), model="gpt-4.1"), texts=r["texts"])
     assert time.perf_counter() - started < 2.0
+
+
+# -- the other settings, side by side ---------------------------------------------------------------------------
+
+
+def test_cost_estimate_shows_the_other_policy_gleaning_and_packing_side_by_side(tmp_path):
+    from typer.testing import CliRunner
+
+    from wikirag.cli import app
+    from wikirag.plan.cost import estimate_for_config
+
+    vault = copy_vault(SAMPLE, tmp_path / "vault")
+    config = load_config(vault, store=tmp_path / "store")
+    estimate = estimate_for_config(config)
+    by_setting = {a.setting: a for a in estimate.alternatives}
+    assert set(by_setting) == {'[route] policy = "prose"', "[index] gleaning = 1", "[index] pack_max_tokens = 0"}
+    prose = route_vault(Vault.load(vault), replace(config.route, policy="prose"))
+    expected = estimate_vault(Vault.load(vault), prose, CostSettings.from_config(config)).scenarios["wikirag"]
+    assert by_setting['[route] policy = "prose"'].wikirag.input_tokens == expected.input_tokens
+    assert by_setting['[route] policy = "prose"'].routes["extract"] > estimate.routes["extract"]
+    glean = by_setting["[index] gleaning = 1"].wikirag
+    assert glean.gleaning_calls == glean.extraction_calls == estimate.scenarios["wikirag"].extraction_calls
+    assert by_setting["[index] pack_max_tokens = 0"].wikirag.llm_calls > estimate.scenarios["wikirag"].llm_calls
+
+    runner = CliRunner()
+    result = runner.invoke(app, ["cost-estimate", str(vault)])
+    assert result.exit_code == 0, result.output
+    assert "One setting away" in result.stdout and '[route] policy = "prose"' in result.stdout
+    result = runner.invoke(app, ["cost-estimate", str(vault), "--json"])
+    data = json.loads(result.stdout)
+    assert [a["setting"] for a in data["alternatives"]][0] == '[route] policy = "prose"'
+    (vault / "wikirag.toml").write_text('[route]\npolicy = "prose"\n')
+    data = json.loads(runner.invoke(app, ["cost-estimate", str(vault), "--json"]).stdout)
+    assert data["alternatives"][0]["setting"] == '[route] policy = "links"'
+    assert data["alternatives"][0]["wikirag"]["input_tokens"] == estimate.scenarios["wikirag"].input_tokens

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from wikirag.graph.contribution import note_type
@@ -36,7 +37,7 @@ from wikirag.plan.hints import note_hint
 from wikirag.plan.mentions import sentence_names
 from wikirag.plan.packing import PackItem, extract_text, pack_hint, pack_items
 from wikirag.plan.prices import PriceTable
-from wikirag.plan.results import CostEstimate, FolderCost, NoteCost, ScenarioCost
+from wikirag.plan.results import Alternative, CostEstimate, FolderCost, NoteCost, ScenarioCost
 from wikirag.plan.routing import Outgoing, RouteDecision, note_features
 from wikirag.plan.scenarios import Scenario, price_cost
 from wikirag.vault.read import read_note_files
@@ -78,6 +79,7 @@ def estimate_vault(
     texts: Mapping[str, str] | None = None,
     hints: HintSource = None,
     price_table: PriceTable | None = None,
+    vanilla: bool = True,
 ) -> CostEstimate:
     """Estimate all three scenarios for a vault (anything with `.notes` and `.outgoing(path)`).
 
@@ -92,7 +94,7 @@ def estimate_vault(
     planner = ChunkPlanner(s, sizes)
     enc = planner.enc
     paths = sorted(vault.notes)
-    raw = dict(texts) if texts is not None else read_note_files(vault, paths)
+    raw = dict(texts) if texts is not None else (read_note_files(vault, paths) if vanilla else {})
     runs = {
         "vanilla": Scenario(s, sizes, s.vanilla_gleaning, price, enc, lightrag_merges=True),
         "wikirag": Scenario(s, sizes, s.gleaning, price, enc, lightrag_merges=False),
@@ -117,16 +119,8 @@ def estimate_vault(
         if body_names is not None:
             plan[0].names = body_names
 
-        # vanilla: the whole file. The body is counted already: count the frontmatter alone.
-        text = raw.get(path, note.body)
-        content = lightrag_content(text)
-        head = text[: len(text) - len(note.body)] if note.body and text.endswith(note.body) else None
-        approx = (body_tokens + len(enc.encode_ordinary(head))) if head is not None else (
-            len(enc.encode_ordinary(content)))
-        vanilla_plan = planner.vanilla(content, approx)
-        if len(vanilla_plan) == 1 and head is not None and body_names is not None:
-            vanilla_plan[0].names = sentence_names(head) + body_names
-        vanilla, duplicate = runs["vanilla"].document(path, content, vanilla_plan, 0)
+        vanilla_cost, duplicate = (_vanilla_cost(runs["vanilla"], planner, path, note, raw, body_tokens, body_names)
+                                   if vanilla else (ScenarioCost(), None))
 
         hint = 0
         pending_pack = False
@@ -151,7 +145,7 @@ def estimate_vault(
             path=path, folder=posixpath.dirname(path) or ".", tokens=body_tokens, chunks=len(plan),
             route=decision.route, reason=decision.reason, hint_tokens=hint, llm_calls=wikirag.llm_calls,
             input_tokens=wikirag.input_tokens, output_tokens=wikirag.output_tokens, usd=wikirag.usd,
-            wikirag=wikirag, vanilla=vanilla, duplicate_of=duplicate,
+            wikirag=wikirag, vanilla=vanilla_cost, duplicate_of=duplicate,
         )
         rows.append(row)
         if pending_pack:
@@ -160,8 +154,8 @@ def estimate_vault(
         f.notes += 1
         f.tokens += body_tokens
         setattr(f, decision.route, getattr(f, decision.route) + 1)
-        f.vanilla_usd += vanilla.usd
-        f.vanilla_input_tokens += vanilla.input_tokens
+        f.vanilla_usd += vanilla_cost.usd
+        f.vanilla_input_tokens += vanilla_cost.input_tokens
     by_path = {row.path: row for row in rows}
     pack_costs = _pack_costs(runs["wikirag"], packable, vault, titles, by_path, planner, s)
     for row in rows:
@@ -222,6 +216,21 @@ def _hint_for(hints: HintSource, note: ParsedNote, outgoing: Outgoing, notes: Ma
     if callable(hints):
         return int(hints(note, outgoing))
     return int(hints.get(note.path, 0))
+
+
+def _vanilla_cost(run: Scenario, planner: ChunkPlanner, path: str, note: ParsedNote, raw: Mapping[str, str],
+                  body_tokens: int, body_names: list[list[str]] | None) -> tuple[ScenarioCost, str | None]:
+    """Stock LightRAG on the whole file. The body is counted already: count the frontmatter alone."""
+    enc = planner.enc
+    text = raw.get(path, note.body)
+    content = lightrag_content(text)
+    head = text[: len(text) - len(note.body)] if note.body and text.endswith(note.body) else None
+    approx = (body_tokens + len(enc.encode_ordinary(head))) if head is not None else (
+        len(enc.encode_ordinary(content)))
+    vanilla_plan = planner.vanilla(content, approx)
+    if len(vanilla_plan) == 1 and head is not None and body_names is not None:
+        vanilla_plan[0].names = sentence_names(head) + body_names
+    return run.document(path, content, vanilla_plan, 0)
 
 
 def _sections_cost(run: Scenario, planner: ChunkPlanner, note: ParsedNote, spans: list[tuple[int, int]],
@@ -337,5 +346,27 @@ def estimate_for_config(config: Any, values: Mapping[str, Any] | None = None) ->
 
     vault = Vault.load(config.vault, exclude=config.exclude)
     decisions = route_vault(vault, config.route, config.route_overrides, encoding=config.index.encoding)
-    return estimate_vault(vault, decisions, CostSettings.from_config(config, values))
+    settings = CostSettings.from_config(config, values)
+    estimate = estimate_vault(vault, decisions, settings)
+    estimate.alternatives = alternatives(vault, config, settings, decisions)
+    return estimate
 
+
+def alternatives(vault: Any, config: Any, settings: CostSettings,
+                 decisions: Mapping[str, RouteDecision]) -> list[Alternative]:
+    """What the routed plan would cost one setting away: the other routing policy, and gleaning on or off."""
+    from wikirag.plan.routing import POLICIES, route_vault
+
+    out = []
+    other = next(p for p in POLICIES if p != config.route.policy)
+    routed = route_vault(vault, replace(config.route, policy=other), config.route_overrides,
+                         encoding=config.index.encoding)
+    est = estimate_vault(vault, routed, settings, vanilla=False)
+    out.append(Alternative(f'[route] policy = "{other}"', est.routes, est.scenarios["wikirag"]))
+    gleaning = 0 if (settings.gleaning or 0) > 0 else 1
+    est = estimate_vault(vault, decisions, replace(settings, gleaning=gleaning), vanilla=False)
+    out.append(Alternative(f"[index] gleaning = {gleaning}", est.routes, est.scenarios["wikirag"]))
+    if settings.pack_max_tokens > 0:
+        est = estimate_vault(vault, decisions, replace(settings, pack_max_tokens=0), vanilla=False)
+        out.append(Alternative("[index] pack_max_tokens = 0", est.routes, est.scenarios["wikirag"]))
+    return out
