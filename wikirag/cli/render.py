@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rich.console import Console, Group
 from rich.markdown import Markdown
-from rich.panel import Panel
 from rich.markup import escape
+from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
