@@ -422,9 +422,11 @@ async def _index_vanilla(texts: dict[str, str], workdir: Path) -> FakeLLM:
     return llm
 
 
-def _index_wikirag(vault_root: Path, workdir: Path) -> tuple[FakeLLM, WikiragConfig]:
+def _index_wikirag(vault_root: Path, workdir: Path, toml: str = "") -> tuple[FakeLLM, WikiragConfig]:
     """The real pipeline: extract-routed notes through LightRAG's extraction step, with their hints."""
     vault = copy_vault(vault_root, workdir / "vault")
+    if toml:
+        (vault / "wikirag.toml").write_text(toml)
     config = load_config(vault, store=workdir / "store", overrides={"llm": {"model": "fake:one"}})
     llm = FakeLLM(keep_prompts=True)
     report = run_index(config, llm_func=llm, embedding_func=fake_embedding_func())
@@ -445,6 +447,37 @@ def accuracy_runs(tmp_path_factory):
     estimate = estimate_vault(vault, decisions, settings, texts=texts)
     return {"vault": vault, "decisions": decisions, "texts": texts, "estimate": estimate,
             "settings": settings, "vanilla": vanilla, "wikirag": wikirag}
+
+
+@pytest.fixture(scope="module")
+def prose_runs(tmp_path_factory):
+    """The same, under `[route] policy = "prose"`: some notes send only their uncovered sections, and
+    small notes and sections share packs."""
+    logging.getLogger("lightrag").setLevel(logging.ERROR)
+    root = _vault_root(tmp_path_factory)
+    llm, config = _index_wikirag(root, tmp_path_factory.mktemp("prose"), '[route]\npolicy = "prose"\n')
+    vault = Vault.load(root, config.exclude)
+    decisions = route_vault(vault, config.route, config.route_overrides, encoding=config.index.encoding)
+    settings = CostSettings.from_config(config, {"model": "gpt-4o-mini"})
+    estimate = estimate_vault(vault, decisions, settings, vanilla=False)
+    return {"llm": llm, "decisions": decisions, "estimate": estimate, "vault": vault, "settings": settings}
+
+
+def test_estimate_follows_sections_and_packs(prose_runs, accuracy_runs):
+    r = prose_runs
+    assert any(d.sections for d in r["decisions"].values())  # the run really sent sections
+    assert any(row.pack for row in r["estimate"].notes)  # ... and packs
+    assert any(row.pack for row in accuracy_runs["estimate"].notes)  # the default plan packs too
+    for estimate, llm in ((r["estimate"], r["llm"]), (accuracy_runs["estimate"], accuracy_runs["wikirag"])):
+        figures = _compare(estimate.scenarios["wikirag"], llm)
+        message = json.dumps(figures)
+        assert figures["extraction_calls"][0] == figures["extraction_calls"][1] > 0, message
+        assert _within(figures["extraction_input"], 0.02), message
+        assert _within(figures["input_tokens"], 0.10), message
+        calibrated = estimate_vault(r["vault"] if llm is r["llm"] else accuracy_runs["vault"],
+                                    r["decisions"] if llm is r["llm"] else accuracy_runs["decisions"],
+                                    _calibrated(llm, r["settings"]), vanilla=False).scenarios["wikirag"]
+        assert _within(_compare(calibrated, llm)["input_tokens"], 0.02), message
 
 
 def _calibrated(llm: FakeLLM, base: CostSettings) -> CostSettings:
