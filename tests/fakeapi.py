@@ -46,9 +46,9 @@ from typing import Any
 import numpy as np
 import pytest
 from aiohttp import web
-from wikirag.tokens import get_encoding
 
 from tests.fakes import FakeLLM, hashing_embed
+from wikirag.lightrag.tokens import get_encoding
 
 Messages = list[dict[str, str]]  # [{"role": ..., "content": plain text}], an Anthropic system as role "system"
 Answer = Callable[[Messages], "str | Awaitable[str]"]

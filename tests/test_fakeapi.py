@@ -9,11 +9,11 @@ import time
 import anthropic
 import openai
 import pytest
-from wikirag.cost import CostSettings, render_extraction_prompts
-from wikirag.engine import import_lightrag
 
 from tests import fakeapi
 from tests.fakeapi import FakeAPI
+from wikirag.lightrag.guard import import_lightrag
+from wikirag.plan.cost_settings import CostSettings, render_extraction_prompts
 
 import_lightrag()
 from lightrag.prompt import PROMPTS  # noqa: E402
