@@ -112,7 +112,7 @@ def test_packed_notes_share_calls_and_keep_exactly_their_own_entities(tmp_path):
     # the stored chunks are each note's own text: no title lines of other notes, no hint
     chunks = snapshot(config)["chunks"]
     assert len(chunks) == 25
-    assert not any("# Note " in content for content, _ in chunks.values())
+    assert not any("# Note " in chunk["content"] for chunk in chunks.values())
 
 
 def test_an_alias_grounds_a_packed_notes_entity(tmp_path):

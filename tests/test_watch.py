@@ -118,11 +118,11 @@ def test_a_burst_of_500_files_is_coalesced(tmp_path):
 def test_an_unresolved_embed_resolves_when_its_attachment_appears(vault, tmp_path):
     (vault / "Gallery.md").write_text("Picture: ![[rotor-photo.png]]\n")
     with Watcher(vault, tmp_path / "store") as watcher:
-        assert snapshot(watcher.config)["nodes"]["rotor-photo.png"]["type"] == "unresolved"
+        assert snapshot(watcher.config)["nodes"]["rotor-photo.png"]["entity_type"] == "unresolved"
         (vault / "attachments" / "rotor-photo.png").write_bytes(b"\x89PNG\r\n")
         watcher.settle()
         nodes = snapshot(watcher.config)["nodes"]
-        assert nodes["rotor-photo.png"]["type"] == "attachment"
+        assert nodes["rotor-photo.png"]["entity_type"] == "attachment"
     assert snapshot(watcher.config) == fresh_snapshot(vault, tmp_path / "fresh")
 
 

@@ -74,8 +74,9 @@ def stats(
         wikirag stats ~/Notes --exclude "Templates/**" --json
     """
     try:
-        result = compute_stats(Vault.load(vault, exclude or ()))
-        graph = store_graph_stats(build_config(vault, store=store))
+        config = build_config(vault, store=store, exclude=exclude)  # the toml's `exclude` counts too
+        result = compute_stats(Vault.load(vault, config.exclude))
+        graph = store_graph_stats(config)
     except WikiragError as exc:
         fail(str(exc))
     err = Console(stderr=True, soft_wrap=True, highlight=False)

@@ -12,7 +12,7 @@ from wikirag.graph.contribution import note_contribution
 from wikirag.graph.merge import merge_entity, merge_relation
 from wikirag.graph.records import NoteContribution
 from wikirag.index.extracting import extract_batch, fragment_changes, reclean
-from wikirag.index.ledger import Ledger, NoteEntry, Pending
+from wikirag.index.ledger import Ledger, NoteEntry, Pending, chunks_digest
 from wikirag.index.manifest import drop_manifest
 from wikirag.index.planning import Plan, entity_names_table
 from wikirag.index.report import IndexReport, Progress
@@ -109,7 +109,9 @@ def pending_for(old: NoteEntry | None, new: NoteContribution | None) -> Pending:
     new_chunks = {c.id for c in new.chunks} if new else set()
     pending = fragment_changes(old.entities if old else [], old.relations if old else [],
                                new.entities if new else [], new.relations if new else [])
-    pending.chunk_notes = {new.path} if new and (new_chunks - old_chunks) else set()
+    # chunk ids hash the text alone: a new title changes the headings stored with the same ids
+    pending.chunk_notes = {new.path} if new and (new_chunks - old_chunks or old is None
+                                                 or old.chunk_digest != chunks_digest(new)) else set()
     pending.delete_chunks = old_chunks - new_chunks
     return pending
 

@@ -97,12 +97,14 @@ def clean(raw: dict[str, list], text: str, hint: str, names: EntityNames, path: 
     out = Extraction()
     kept: dict[str, str] = {}  # extracted name -> canonical name, for grounded entities only
     for name, entity_type, description, chunk_id in raw.get("entities", []):
-        if names.is_example(name):
-            log.dropped.append(f"{path}: {name!r} (LightRAG prompt example)")
+        if names.is_placeholder(name):
+            log.dropped.append(f"{path}: {name!r} (prompt placeholder)")
             continue
         canonical, how = names.canonical(name, entity_type)
         if not names.grounded(name, canonical, text, hint):
-            log.dropped.append(f"{path}: {name!r} (not found in the text)")
+            # A prompt example ("Tokyo") is an echo only when the text does not name it.
+            why = "LightRAG prompt example" if names.is_example(name) else "not found in the text"
+            log.dropped.append(f"{path}: {name!r} ({why})")
             continue
         if how:
             log.merges.append(f"{path}: {name!r} -> {canonical!r} ({how})")
@@ -115,7 +117,7 @@ def clean(raw: dict[str, list], text: str, hint: str, names: EntityNames, path: 
             canonical = kept.get(end)
             if canonical is None:
                 canonical, _how = names.canonical(end, "")
-                if names.is_example(end) or not names.grounded(end, canonical, text, hint):
+                if names.is_placeholder(end) or not names.grounded(end, canonical, text, hint):
                     break
                 # an endpoint the LLM named only in a relation still needs a node
                 out.entities.append(EntityFragment(canonical, None, "", [chunk_id] if chunk_id else [], path,

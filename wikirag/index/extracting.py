@@ -15,7 +15,7 @@ from wikirag.index.planning import Plan, stable_digest
 from wikirag.index.report import IndexReport
 from wikirag.index.units import Unit, UnitPlan, extract_text, member_chunks, note_units, pack_unit
 from wikirag.lightrag.extraction import drop_cached, extract_inputs
-from wikirag.lightrag.hinting import HintingLLM
+from wikirag.lightrag.hinting import HintingLLM, HintNotApplied
 from wikirag.plan.packing import member_block
 from wikirag.settings import WikiragConfig
 
@@ -113,6 +113,8 @@ async def _extract_group(rag: Any, hinting: HintingLLM, plan: Plan, units: list[
         hinting.hints[u.content] = u.hint
     try:
         results, keys = await extract_inputs(rag, payload)
+    except HintNotApplied:
+        raise  # not these notes' problem: every extraction would go out without its hint
     except Exception as exc:  # the LLM failed after its retries: the notes wait, the run goes on
         error = f"{type(exc).__name__}: {exc}"[:300]
         for path in members:
