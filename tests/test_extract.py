@@ -208,7 +208,9 @@ def test_a_prompt_example_name_is_dropped_only_when_the_text_does_not_name_it(tm
     vault.mkdir()
     (vault / "Trip.md").write_text("---\nwikirag: extract\n---\nIn spring we flew to Tokyo for the conference.\n")
     (vault / "Other.md").write_text("---\nwikirag: extract\n---\nA quiet week at home with the garden.\n")
-    config = config_for(vault, tmp_path / "store")
+    # each note extracted alone (packed, Other's echo of "Tokyo" would be Trip's grounded Tokyo: see test_packing)
+    config = load_config(vault, store=tmp_path / "store", overrides={"llm": {"model": "fake:one"},
+                                                                      "index": {"pack_max_tokens": 0}})
     report = index(config, EchoesExamples())
     nodes = snapshot(config)["nodes"]
     assert "Trip.md" in nodes["Tokyo"]["file_path"] and "Other.md" not in nodes["Tokyo"]["file_path"]

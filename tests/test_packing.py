@@ -194,3 +194,17 @@ def test_a_new_alias_re_applies_names_without_the_llm(tmp_path):
     fresh = config_for(vault, tmp_path / "fresh")
     run(fresh, FakeLLM())
     assert snapshot(config) == snapshot(fresh)
+
+
+def test_what_no_packed_note_grounds_is_dropped_and_reported(tmp_path):
+    class Invents(FakeLLM):
+        def extraction(self, text: str) -> str:
+            d = self.tuple_delimiter
+            return "\n".join([super().extraction(text).rsplit("\n", 1)[0],
+                              f"entity{d}Xanadu Holdings{d}organization{d}Invented.", self.completion])
+
+    vault = make_vault(tmp_path / "v", 6)
+    config = config_for(vault, tmp_path / "store")
+    report = run(config, Invents())
+    assert "Xanadu Holdings" not in snapshot(config)["nodes"]
+    assert any("packed): 'Xanadu Holdings' (not found in the text)" in d for d in report.entities_dropped)

@@ -66,13 +66,16 @@ def _cite(chunks: list[ChunkRecord], names: list[str]) -> str:
 
 
 def attribute(nodes: list[dict], edges: list[dict], member: Member, unit_keys: set[str],
-              names: EntityNames) -> dict[str, list]:
-    """The raw records of the units in `unit_keys` that belong to this member (grounded in its text or
-    hint, by the name as written or, through the vault's names, by the entity it names), each citing the
-    member's own stored chunk. This is what the ledger keeps as the note's raw extraction output."""
+              names: EntityNames, shared: bool = True) -> dict[str, list]:
+    """The raw records of the units in `unit_keys` that belong to this member (in a `shared` unit, a pack:
+    those grounded in its text or names, by the name as written or, through the vault's names, by the
+    entity it names; alone, all of them, for `clean` to judge and report), each citing the member's own
+    stored chunk. This is what the ledger keeps as the note's raw extraction output."""
     text = member.text + "\n" + member.hint
 
     def grounded(name: str) -> bool:
+        if not shared:
+            return True
         canonical, _how = names.canonical(name, "")
         return names.grounded(name, canonical, text, "")
 

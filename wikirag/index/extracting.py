@@ -131,13 +131,15 @@ async def _extract_group(rag: Any, hinting: HintingLLM, plan: Plan, units: list[
     unit_keys = {u.key for u in units}
     cache_keys = sorted({k for u in units for k in keys.get(u.key, [])})
     pending = Pending()
+    attributed: set[str] = set()
     for path in members:
         entry = ledger.notes[path]
         contribution = contributions.get(path) or contribution_for(path)
         text, hint = member_context(plan, path, packed)
         chunks = member_chunks(contribution, plan.decisions[path].sections)
-        raw = attribute(nodes, edges, Member(path, text, hint, chunks), unit_keys, table)
+        raw = attribute(nodes, edges, Member(path, text, hint, chunks), unit_keys, table, shared=packed)
         raw["packed"] = packed
+        attributed |= {r[0] for r in raw["entities"]}
         structure = (contribution.entities, contribution.relations)
         entry.raw = raw
         log = HygieneLog()
@@ -148,6 +150,11 @@ async def _extract_group(rag: Any, hinting: HintingLLM, plan: Plan, units: list[
             report.notes_extracted += 1
             report.entity_merges += log.merges
             report.entities_dropped += log.dropped
+    if packed:  # what no member of the pack grounds is dropped: say so once, for the pack
+        where = f"{members[0]} (+{len(members) - 1} packed)"
+        for name in sorted({r["name"] for r in nodes} - attributed):
+            why = "LightRAG prompt example" if table.is_example(name) else "not found in the text"
+            report.entities_dropped.append(f"{where}: {name!r} ({why})")
     return pending
 
 
