@@ -3,9 +3,11 @@
 Three scenarios, per note and in total:
 
 - **vanilla**: stock LightRAG on every note file (its default chunking, 1200/100 tokens, its default gleaning).
-- **wikirag**: the routed plan as pipeline.py runs it. Injected notes cost no LLM tokens; extract-routed
-  notes pay LightRAG's extraction step on wikirag's chunks (600/60, heading-aware, under the note title)
-  plus the hint header in every chunk's prompt; wikirag merges the fragments itself (no summary calls).
+- **wikirag**: the routed plan as the pipeline runs it. Injected notes cost no LLM tokens; extract-routed
+  notes pay LightRAG's extraction step on wikirag's chunks (heading-aware, under the note title) plus the
+  hint header in every chunk's prompt, only their uncovered sections under policy "prose", and short ones
+  share one call per pack (plan/packing.py); gleaning as configured (off by default); wikirag merges the
+  fragments itself (no summary calls).
 - **structure_only**: every note injected from its links; no LLM at all.
 
 Input sizes come from rendering LightRAG's installed prompt templates (`prompt_sizes`) with the arguments
