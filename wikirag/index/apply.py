@@ -11,7 +11,7 @@ from typing import Any
 from wikirag.graph.contribution import note_contribution
 from wikirag.graph.merge import merge_entity, merge_relation
 from wikirag.graph.records import NoteContribution
-from wikirag.index.extracting import extract_batch, fragment_changes, reclean
+from wikirag.index.extracting import extract_batch, fragment_changes, reclean, stale_packs
 from wikirag.index.ledger import Ledger, NoteEntry, Pending, chunks_digest
 from wikirag.index.manifest import drop_manifest
 from wikirag.index.planning import Plan, entity_names_table
@@ -85,6 +85,14 @@ async def run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: Wiki
             ledger.save()
             await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report)
         progress("index", min(start + batch_size, len(todo)), len(todo))
+    if hinting and table is not None and units_plan is not None:
+        stale = stale_packs(plan, ledger, units_plan)  # e.g. a packed note was deleted
+        if stale:
+            pending = await extract_batch(writer.rag, hinting, plan, stale, units_plan, {}, ledger, table, report,
+                                          tokenizer, config, lambda p: contribution_for(plan, p, tokenizer, config))
+            ledger.pending.merge(pending)
+            ledger.save()
+            await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report)
     report.notes_indexed = len(todo)
     report.notes_injected = sum(1 for p in todo if plan.decisions[p].route == "inject")
 
