@@ -6,6 +6,7 @@ to redo. Extract-routed notes then go through LightRAG's extraction with their h
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from wikirag.graph.contribution import note_contribution
@@ -24,7 +25,8 @@ from wikirag.settings import WikiragConfig
 
 
 async def run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: WikiragConfig,
-                    report: IndexReport, progress: Progress, hinting: HintingLLM | None) -> None:
+                    report: IndexReport, progress: Progress, hinting: HintingLLM | None,
+                   should_stop: Callable[[], bool] | None = None) -> None:
     tokenizer = lightrag_tokenizer(config.index.encoding)
     drop_manifest(config.workspace_dir)  # the store is about to change (watch runs come here too)
     # Finish what a crashed run promised before anything new.
@@ -50,7 +52,11 @@ async def run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: Wiki
             await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report)
     batch_size = max(1, config.index.batch_size)
     todo = plan.to_process
+    done = 0
     for start in range(0, len(todo), batch_size):
+        if should_stop is not None and should_stop():
+            report.interrupted = True  # between batches the store and ledger agree: the rest waits
+            break
         batch = todo[start : start + batch_size]
         # Phase 1: structure (chunks, note entity, link relations) for every note of the batch.
         pending = Pending()
@@ -85,7 +91,8 @@ async def run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: Wiki
             ledger.save()
             await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report)
         progress("index", min(start + batch_size, len(todo)), len(todo))
-    if hinting and table is not None and units_plan is not None:
+        done += len(batch)
+    if hinting and table is not None and units_plan is not None and not report.interrupted:
         stale = stale_packs(plan, ledger, units_plan)  # e.g. a packed note was deleted
         if stale:
             pending = await extract_batch(writer.rag, hinting, plan, stale, units_plan, {}, ledger, table, report,
@@ -93,7 +100,7 @@ async def run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: Wiki
             ledger.pending.merge(pending)
             ledger.save()
             await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report)
-    report.notes_indexed = len(todo)
+    report.notes_indexed = done
     report.notes_injected = sum(1 for p in todo if plan.decisions[p].route == "inject")
 
 
