@@ -145,7 +145,7 @@ def test_prompt_sizes_disk_cache_round_trip(tmp_path, monkeypatch):
 
 def test_extraction_call_sizes_follow_the_templates():
     n = note(PROSE)
-    cost = estimate_note(n, [], extract(n), CostSettings(), hint=0)
+    cost = estimate_note(n, [], extract(n), CostSettings(gleaning=1), hint=0)
     sizes = prompt_sizes()
     chunk = count_tokens(lightrag_content(PROSE))
     crumb = sizes.section_fixed + count_tokens("n")  # every wikirag chunk sits under its note's title
@@ -161,9 +161,10 @@ def test_extraction_call_sizes_follow_the_templates():
 def test_gleaning_adds_one_call_per_chunk_and_respects_the_input_cap():
     text = "\n\n".join(f"Part {i}. {PROSE}" for i in range(4))
     n = note(text)
-    on = estimate_note(n, [], extract(n), CostSettings(), hint=0).wikirag
-    off = estimate_note(n, [], extract(n), CostSettings(gleaning=0), hint=0).wikirag
-    capped = estimate_note(n, [], extract(n), CostSettings(max_extract_input_tokens=2000), hint=0).wikirag
+    on = estimate_note(n, [], extract(n), CostSettings(gleaning=1), hint=0).wikirag
+    off = estimate_note(n, [], extract(n), CostSettings(), hint=0).wikirag  # wikirag's default: no gleaning
+    capped = estimate_note(n, [], extract(n), CostSettings(gleaning=1, max_extract_input_tokens=2000),
+                           hint=0).wikirag
     assert on.extraction_calls == off.extraction_calls == capped.extraction_calls > 1
     assert on.gleaning_calls == on.extraction_calls and off.gleaning_calls == capped.gleaning_calls == 0
     assert on.input_tokens > off.input_tokens
@@ -298,12 +299,13 @@ def test_cached_prefix_needs_a_caching_provider_and_a_long_enough_prefix():
     n = note(PROSE)
     sizes = prompt_sizes()
     user = sizes.user_fixed + sizes.section_fixed + count_tokens("n") + count_tokens(PROSE.strip())
-    openai = estimate_note(n, [], extract(n), CostSettings(), hint=0).wikirag
+    openai = estimate_note(n, [], extract(n), CostSettings(gleaning=1), hint=0).wikirag
     assert openai.cached_input_tokens == sizes.system + (sizes.system + user)
     assert openai.usd_cached < openai.usd
-    local = estimate_note(n, [], extract(n), CostSettings(model="local"), hint=0).wikirag
+    assert estimate_note(n, [], extract(n), CostSettings(), hint=0).wikirag.cached_input_tokens == sizes.system
+    local = estimate_note(n, [], extract(n), CostSettings(model="local", gleaning=1), hint=0).wikirag
     assert local.cached_input_tokens == 0 and local.usd == 0
-    haiku = estimate_note(n, [], extract(n), CostSettings(model="claude-3-5-haiku"), hint=0).wikirag
+    haiku = estimate_note(n, [], extract(n), CostSettings(model="claude-3-5-haiku", gleaning=1), hint=0).wikirag
     assert haiku.cached_input_tokens == sizes.system + user  # Haiku caches prefixes of 2,048 tokens and up
 
 
@@ -318,7 +320,8 @@ def test_settings_from_mapping_and_lightrag_defaults():
     with pytest.raises(ConfigError, match=r"\[cost\] colour"):
         CostSettings.from_mapping({"colour": "red"})
     r = CostSettings().resolved()
-    assert r.gleaning == r.vanilla_gleaning == constants.DEFAULT_MAX_GLEANING
+    assert r.gleaning == 0 and r.vanilla_gleaning == constants.DEFAULT_MAX_GLEANING  # wikirag gleans off
+    assert CostSettings(gleaning=None).resolved().gleaning == constants.DEFAULT_MAX_GLEANING
     assert r.force_llm_summary_on_merge == constants.DEFAULT_FORCE_LLM_SUMMARY_ON_MERGE
     assert lightrag_defaults()["summary_max_tokens"] == constants.DEFAULT_SUMMARY_MAX_TOKENS
 
@@ -419,9 +422,11 @@ async def _index_vanilla(texts: dict[str, str], workdir: Path) -> FakeLLM:
     return llm
 
 
-def _index_wikirag(vault_root: Path, workdir: Path) -> tuple[FakeLLM, WikiragConfig]:
+def _index_wikirag(vault_root: Path, workdir: Path, toml: str = "") -> tuple[FakeLLM, WikiragConfig]:
     """The real pipeline: extract-routed notes through LightRAG's extraction step, with their hints."""
     vault = copy_vault(vault_root, workdir / "vault")
+    if toml:
+        (vault / "wikirag.toml").write_text(toml)
     config = load_config(vault, store=workdir / "store", overrides={"llm": {"model": "fake:one"}})
     llm = FakeLLM(keep_prompts=True)
     report = run_index(config, llm_func=llm, embedding_func=fake_embedding_func())
@@ -442,6 +447,37 @@ def accuracy_runs(tmp_path_factory):
     estimate = estimate_vault(vault, decisions, settings, texts=texts)
     return {"vault": vault, "decisions": decisions, "texts": texts, "estimate": estimate,
             "settings": settings, "vanilla": vanilla, "wikirag": wikirag}
+
+
+@pytest.fixture(scope="module")
+def prose_runs(tmp_path_factory):
+    """The same, under `[route] policy = "prose"`: some notes send only their uncovered sections, and
+    small notes and sections share packs."""
+    logging.getLogger("lightrag").setLevel(logging.ERROR)
+    root = _vault_root(tmp_path_factory)
+    llm, config = _index_wikirag(root, tmp_path_factory.mktemp("prose"), '[route]\npolicy = "prose"\n')
+    vault = Vault.load(root, config.exclude)
+    decisions = route_vault(vault, config.route, config.route_overrides, encoding=config.index.encoding)
+    settings = CostSettings.from_config(config, {"model": "gpt-4o-mini"})
+    estimate = estimate_vault(vault, decisions, settings, vanilla=False)
+    return {"llm": llm, "decisions": decisions, "estimate": estimate, "vault": vault, "settings": settings}
+
+
+def test_estimate_follows_sections_and_packs(prose_runs, accuracy_runs):
+    r = prose_runs
+    assert any(d.sections for d in r["decisions"].values())  # the run really sent sections
+    assert any(row.pack for row in r["estimate"].notes)  # ... and packs
+    assert any(row.pack for row in accuracy_runs["estimate"].notes)  # the default plan packs too
+    for estimate, llm in ((r["estimate"], r["llm"]), (accuracy_runs["estimate"], accuracy_runs["wikirag"])):
+        figures = _compare(estimate.scenarios["wikirag"], llm)
+        message = json.dumps(figures)
+        assert figures["extraction_calls"][0] == figures["extraction_calls"][1] > 0, message
+        assert _within(figures["extraction_input"], 0.02), message
+        assert _within(figures["input_tokens"], 0.10), message
+        calibrated = estimate_vault(r["vault"] if llm is r["llm"] else accuracy_runs["vault"],
+                                    r["decisions"] if llm is r["llm"] else accuracy_runs["decisions"],
+                                    _calibrated(llm, r["settings"]), vanilla=False).scenarios["wikirag"]
+        assert _within(_compare(calibrated, llm)["input_tokens"], 0.02), message
 
 
 def _calibrated(llm: FakeLLM, base: CostSettings) -> CostSettings:
@@ -513,3 +549,37 @@ def test_calibrated_estimate_matches_closely(accuracy_runs, scenario):
         assert _within(figures["summary_input"], 0.10), message
     assert _within(figures["input_tokens"], 0.02), message
 
+
+# -- the other settings, side by side ---------------------------------------------------------------------------
+
+
+def test_cost_estimate_shows_the_other_policy_gleaning_and_packing_side_by_side(tmp_path):
+    from typer.testing import CliRunner
+
+    from wikirag.cli import app
+    from wikirag.plan.cost import estimate_for_config
+
+    vault = copy_vault(SAMPLE, tmp_path / "vault")
+    config = load_config(vault, store=tmp_path / "store")
+    estimate = estimate_for_config(config)
+    by_setting = {a.setting: a for a in estimate.alternatives}
+    assert set(by_setting) == {'[route] policy = "prose"', "[index] gleaning = 1", "[index] pack_max_tokens = 0"}
+    prose = route_vault(Vault.load(vault), replace(config.route, policy="prose"))
+    expected = estimate_vault(Vault.load(vault), prose, CostSettings.from_config(config)).scenarios["wikirag"]
+    assert by_setting['[route] policy = "prose"'].wikirag.input_tokens == expected.input_tokens
+    assert by_setting['[route] policy = "prose"'].routes["extract"] > estimate.routes["extract"]
+    glean = by_setting["[index] gleaning = 1"].wikirag
+    assert glean.gleaning_calls == glean.extraction_calls == estimate.scenarios["wikirag"].extraction_calls
+    assert by_setting["[index] pack_max_tokens = 0"].wikirag.llm_calls > estimate.scenarios["wikirag"].llm_calls
+
+    runner = CliRunner()
+    result = runner.invoke(app, ["cost-estimate", str(vault)])
+    assert result.exit_code == 0, result.output
+    assert "One setting away" in result.stdout and '[route] policy = "prose"' in result.stdout
+    result = runner.invoke(app, ["cost-estimate", str(vault), "--json"])
+    data = json.loads(result.stdout)
+    assert [a["setting"] for a in data["alternatives"]][0] == '[route] policy = "prose"'
+    (vault / "wikirag.toml").write_text('[route]\npolicy = "prose"\n')
+    data = json.loads(runner.invoke(app, ["cost-estimate", str(vault), "--json"]).stdout)
+    assert data["alternatives"][0]["setting"] == '[route] policy = "links"'
+    assert data["alternatives"][0]["wikirag"]["input_tokens"] == estimate.scenarios["wikirag"].input_tokens

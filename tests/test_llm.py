@@ -465,7 +465,8 @@ def test_lightrag_insert_over_the_openai_wire(server, tmp_path):
                  "<|COMPLETE|>")
     vault = tmp_path / "vault"
     vault.mkdir()
-    config = load_config(vault, store=tmp_path / "store", environ={})
+    # gleaning on (wikirag's default is off): both LightRAG call kinds go over the wire
+    config = load_config(vault, store=tmp_path / "store", environ={}, overrides={"index": {"gleaning": 1}})
     usage = LLMUsage()
     llm = make_llm_func(openai_settings(srv), usage)
     text = "Ada Lovelace wrote the first algorithm for the Analytical Engine."

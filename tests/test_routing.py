@@ -84,8 +84,10 @@ def test_policy_injects_well_linked_notes_with_little_free_prose():
     n, outgoing = linked_note(6)
     d = route_note(n, outgoing)
     assert d.route == "inject" and d.source == "policy"
-    assert d.reason.startswith("6 resolved links to 6 notes, ")
+    assert d.reason.startswith("6 resolved links to 6 notes (≥5)")
     assert d.features.uncovered_prose_tokens <= 3  # list markers and brackets are not prose
+    prose = route_note(n, outgoing, RouteSettings(policy="prose"))
+    assert prose.route == "inject" and prose.reason.startswith("6 resolved links to 6 notes, ")
 
 
 def test_policy_extracts_notes_with_few_links():
@@ -95,12 +97,41 @@ def test_policy_extracts_notes_with_few_links():
     assert d.reason == "2 resolved links (<5): LLM extraction with link hints"
 
 
-def test_policy_extracts_well_linked_notes_with_much_free_prose():
+def test_links_policy_injects_well_linked_notes_whatever_their_prose():
     n, outgoing = linked_note(8, "A long paragraph of reasoning that no link sentence covers. " * 20)
     d = route_note(n, outgoing)
-    assert d.route == "extract"
+    assert d.route == "inject" and d.features.uncovered_prose_tokens > 150
+    assert "its prose is chunked and embedded" in d.reason
+
+
+def test_prose_policy_extracts_well_linked_notes_with_much_free_prose():
+    prose = RouteSettings(policy="prose")
+    n, outgoing = linked_note(8, "A long paragraph of reasoning that no link sentence covers. " * 20)
+    d = route_note(n, outgoing, prose)
+    assert d.route == "extract" and d.sections == []  # one section (no headings): the whole note
     assert "prose tokens outside link sentences (>150)" in d.reason
-    assert route_note(n, outgoing, RouteSettings(max_uncovered_tokens=10_000)).route == "inject"
+    assert route_note(n, outgoing, RouteSettings(policy="prose", max_uncovered_tokens=10_000)).route == "inject"
+
+
+def test_prose_policy_sends_only_the_uncovered_sections():
+    links = [f"- [[Target {i}]] is one of the things this map links to." for i in range(6)]
+    essay = "A long paragraph of reasoning that no link sentence covers at all. " * 20
+    body = "\n".join(["# Links", *links, "", "# Essay", "", essay, "", "# More links", *links[:2]])
+    outgoing = [(WikiLink(raw=f"[[Target {i}]]", target=f"Target {i}", line=2 + i,
+                          context=links[i][2:].replace("[[", "").replace("]]", "")),
+                 Resolution("resolved", f"Target {i}.md")) for i in range(6)]
+    outgoing += [(WikiLink(raw=f"[[Target {i}]]", target=f"Target {i}", line=14 + i, context=outgoing[i][0].context),
+                  Resolution("resolved", f"Target {i}.md")) for i in range(2)]
+    d = route_note(note(body), outgoing, RouteSettings(policy="prose"))
+    assert d.route == "extract" and "1 of 3 sections" in d.reason
+    essay_line = body.split("\n").index("# Essay") + 1
+    assert d.sections == [(essay_line, essay_line + 3)]
+
+
+def test_unknown_policy_is_a_config_error():
+    n, outgoing = linked_note(6)
+    with pytest.raises(ConfigError, match="policy"):
+        route_note(n, outgoing, RouteSettings(policy="vibes"))
 
 
 @pytest.mark.parametrize("body", ["", "   \n\n", "# Only a heading\n", "ok"])

@@ -49,8 +49,12 @@ class IndexSettings:
     # Notes per storage flush: LightRAG's file stores rewrite whole files on every flush.
     batch_size: int = 500
     # LightRAG's gleaning pass (a second "what did you miss?" call per chunk) for extract-routed notes.
-    # 1 is LightRAG's default; 0 halves the LLM calls, leaning on the link hint for what is known.
-    gleaning: int = 1
+    # Off: the hint already names what the links say, and gleaning re-sends the whole prompt plus the first
+    # answer (about half of extraction's input tokens). 1 is LightRAG's own default.
+    gleaning: int = 0
+    # Extract-routed notes (or sections) of at most this many tokens share one extraction call with their
+    # folder neighbours, packed up to `chunk_token_size`; 0 sends each note on its own, as LightRAG would.
+    pack_max_tokens: int = 300
 
 
 @dataclass
@@ -78,9 +82,14 @@ class LLMSettings:
 
 @dataclass
 class RouteSettings:
+    # "links": a note with at least `min_resolved_links` resolved links is injected whatever its prose (the
+    # prose is still chunked and embedded). "prose": it is injected only when at most `max_uncovered_tokens`
+    # of its prose lie outside its link sentences; otherwise the heading sections that no link sentence
+    # covers go to LLM extraction (the pre-0.x default, with whole notes).
+    policy: str = "links"
     # A note is injected when it has at least this many resolved links ...
     min_resolved_links: int = 5
-    # ... and at most this many prose tokens outside the sentences that hold its links.
+    # ... and (policy "prose") at most this many prose tokens outside the sentences that hold its links.
     max_uncovered_tokens: int = 150
     # A note with fewer prose tokens than this is injected whatever its links (nothing to extract).
     min_prose_tokens: int = 20

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console, Group
 from rich.markdown import Markdown
+from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -263,6 +264,18 @@ def render_cost_estimate(estimate: CostEstimate, console: Console, top: int = 10
         console.print(Text(f"wikirag saves {1 - routed.usd / vanilla.usd:.0%} of vanilla's cost "
                            f"({1 - routed.input_tokens / max(vanilla.input_tokens, 1):.0%} of its input tokens); "
                            f"embedding: {routed.embedding_tokens:,} tokens", style="bold"))
+    if estimate.alternatives:
+        others = Table(title="One setting away (wikirag plan)", title_justify="left", box=None)
+        for column in ("setting", "extract", "LLM calls", "input tokens", "USD", "vs configured"):
+            others.add_column(column, justify="left" if column == "setting" else "right")
+        others.add_row("as configured", f"{estimate.routes.get('extract', 0):,}", f"{routed.llm_calls:,}",
+                       f"{routed.input_tokens:,}", _usd(routed.usd), "")
+        for alt in estimate.alternatives:
+            w = alt.wikirag
+            change = f"{w.input_tokens / routed.input_tokens:.2f}×" if routed.input_tokens else "—"
+            others.add_row(escape(alt.setting), f"{alt.routes.get('extract', 0):,}", f"{w.llm_calls:,}",
+                           f"{w.input_tokens:,}", _usd(w.usd), change)
+        console.print(others)
     routes = estimate.routes
     console.print(f"routes: inject {routes.get('inject', 0):,} · extract {routes.get('extract', 0):,} · "
                   f"skip {routes.get('skip', 0):,}")

@@ -22,6 +22,7 @@ from wikirag.graph.records import (
 )
 from wikirag.lightrag.ids import md5_id, xml_safe
 from wikirag.markdown.chunking import chunk_text, heading_record
+from wikirag.markdown.layout import Layout, lay_out
 from wikirag.models import ParsedNote, Resolution, WikiLink
 
 _WIKILINK_TEXT = re.compile(r"!?\[\[([^\]|]*)(?:\|([^\]]*))?\]\]")
@@ -37,26 +38,36 @@ def plain_text(text: str) -> str:
 
 
 def opening_paragraph(note: ParsedNote) -> str:
-    """The first prose paragraph of the body: no headings, code, tables, embeds-only lines."""
-    in_fence = False
-    paragraph: list[str] = []
-    for line in note.body.split("\n"):
-        stripped = line.strip()
-        if stripped.startswith(("```", "~~~")):
-            in_fence = not in_fence
-            if paragraph:
-                break
+    """The first prose paragraph of the body (the layout pass's first paragraph or list, consecutive list
+    items joined): no headings, code, comments, tables, quotes or embeds-only lines."""
+    body = note.body
+    layout = lay_out(body)
+    picked: list[str] = []
+    last_end = -1
+    for start, end, kind in layout.blocks:
+        if picked:
+            if kind == "list" and start == last_end + 1:  # the next item of the same list
+                picked.append(_block_text(body, start, end, layout))
+                last_end = end
+                continue
+            break
+        if kind not in ("para", "list"):
             continue
-        if in_fence:
+        text = _block_text(body, start, end, layout)
+        if not text or text.startswith(("|", "![[", ">", "%%", "<!--", "---")):
             continue
-        if not stripped:
-            if paragraph:
-                break
-            continue
-        if stripped.startswith(("#", "|", "![[", ">", "%%", "<!--", "---")) and not paragraph:
-            continue
-        paragraph.append(stripped)
-    return _clip(plain_text(" ".join(paragraph)), DESCRIPTION_CHARS)
+        picked.append(text)
+        last_end = end
+    return _clip(plain_text(" ".join(picked)), DESCRIPTION_CHARS)
+
+
+def _block_text(body: str, start: int, end: int, layout: Layout) -> str:
+    """A block's lines, stripped and joined, with comments and math left out."""
+    hidden = [(a, b) for a, b in layout.hidden if b > start and a < end]
+    text = body[start:end]
+    for a, b in reversed(hidden):
+        text = text[: max(0, a - start)] + text[min(len(text), b - start):]
+    return " ".join(line.strip() for line in text.split("\n") if line.strip())
 
 
 def _clip(text: str, limit: int) -> str:

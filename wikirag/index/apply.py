@@ -1,7 +1,7 @@
 """Applying a plan to the store, batch by batch, write-ahead: save the ledger with `pending` (every record
 the batch will rewrite), write chunks, re-derive each touched entity and relation from all notes'
 fragments, flush LightRAG's stores, clear `pending`. A crash anywhere leaves `pending` for the next run
-to redo. Extract-routed notes then go through LightRAG's extraction with their hint.
+to redo. Extract-routed notes then go through LightRAG's extraction with their hint (index/extracting.py).
 """
 
 from __future__ import annotations
@@ -10,16 +10,16 @@ from collections.abc import Callable
 from typing import Any
 
 from wikirag.graph.contribution import note_contribution
-from wikirag.graph.hygiene import EntityNames, HygieneLog
 from wikirag.graph.merge import merge_entity, merge_relation
 from wikirag.graph.records import NoteContribution
-from wikirag.index.extract import extract_note, purge_cached_extractions
+from wikirag.index.extracting import extract_batch, fragment_changes, reclean, stale_packs
 from wikirag.index.ledger import Ledger, NoteEntry, Pending, chunks_digest
 from wikirag.index.manifest import drop_manifest
-from wikirag.index.planning import Plan, entity_names_table, stable_digest
+from wikirag.index.planning import Plan, entity_names_table
 from wikirag.index.report import IndexReport, Progress
-from wikirag.lightrag.hinting import HintingLLM, HintNotApplied
-from wikirag.lightrag.tokens import lightrag_tokenizer
+from wikirag.index.units import plan_units
+from wikirag.lightrag.hinting import HintingLLM
+from wikirag.lightrag.tokens import get_encoding, lightrag_tokenizer
 from wikirag.lightrag.writer import StoreWriter
 from wikirag.settings import WikiragConfig
 
@@ -38,6 +38,18 @@ async def run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: Wiki
         ledger.save()
         await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report)
     table = entity_names_table(plan.vault, plan.names, config.index.default_note_type) if hinting else None
+    units_plan = None
+    if hinting and table is not None:
+        extracting = [p for p in plan.signatures if plan.extracting(p)]
+        units_plan = plan_units(plan, extracting, get_encoding(config.index.encoding),
+                                config.index.chunk_token_size, config.index.pack_max_tokens)
+        if ledger.meta.get("names_digest") != plan.names_digest:
+            # The vault's names changed (a note added, renamed, an alias edited): re-apply name hygiene to the
+            # unchanged notes' kept extraction output; notes about to be processed get it below.
+            ledger.pending.merge(reclean(plan, ledger, table, plan.unchanged))
+            ledger.meta["names_digest"] = plan.names_digest
+            ledger.save()
+            await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report)
     batch_size = max(1, config.index.batch_size)
     todo = plan.to_process
     done = 0
@@ -69,55 +81,27 @@ async def run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: Wiki
         ledger.pending.merge(pending)
         ledger.save()  # write-ahead: the promise comes first
         await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report, contributions)
-        # Phase 2: LLM extraction for extract-routed notes, on chunks now in the store.
+        # Phase 2: LLM extraction for extract-routed notes (their units: chunks, sections or packs).
         extract = [p for p in batch if ledger.notes[p].status == "extracting"]
-        if extract and hinting and table is not None:
-            pending = Pending()
-            for path in extract:
-                pending.merge(await extract_one(writer.rag, hinting, plan, path, contributions[path], ledger,
-                                             table, report))
+        if extract and hinting and table is not None and units_plan is not None:
+            pending = await extract_batch(writer.rag, hinting, plan, extract, units_plan, contributions, ledger,
+                                          table, report, tokenizer, config,
+                                          lambda p: contribution_for(plan, p, tokenizer, config))
             ledger.pending.merge(pending)
             ledger.save()
             await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report)
         progress("index", min(start + batch_size, len(todo)), len(todo))
         done += len(batch)
+    if hinting and table is not None and units_plan is not None and not report.interrupted:
+        stale = stale_packs(plan, ledger, units_plan)  # e.g. a packed note was deleted
+        if stale:
+            pending = await extract_batch(writer.rag, hinting, plan, stale, units_plan, {}, ledger, table, report,
+                                          tokenizer, config, lambda p: contribution_for(plan, p, tokenizer, config))
+            ledger.pending.merge(pending)
+            ledger.save()
+            await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report)
     report.notes_indexed = done
     report.notes_injected = sum(1 for p in todo if plan.decisions[p].route == "inject")
-
-
-async def extract_one(rag: Any, hinting: HintingLLM, plan: Plan, path: str, contribution: NoteContribution,
-                   ledger: Ledger, table: EntityNames, report: IndexReport) -> Pending:
-    """Extract one note; on LLM failure it keeps its structure and waits as pending_extraction."""
-    entry = ledger.notes[path]
-    hint = plan.hints[path]
-    hint_digest = stable_digest([plan.llm_model, hint])
-    if entry.hint_digest and entry.hint_digest != hint_digest:
-        # LightRAG keys its cache on the prompt before our hint is inserted: a changed hint must not
-        # be answered from the cache of the old one.
-        await purge_cached_extractions(rag, entry.chunk_ids)
-    log = HygieneLog()
-    try:
-        result = await extract_note(rag, hinting, path, contribution.doc_id, contribution.chunks, hint, table, log)
-    except HintNotApplied:
-        raise  # not this note's problem: every extraction would go out without its hint
-    except Exception as exc:  # the LLM failed after its retries: the note waits, the run goes on
-        entry.status, entry.error = "pending_extraction", f"{type(exc).__name__}: {exc}"[:300]
-        report.issues.append(f"{path}: extraction failed, will retry: {entry.error}")
-        report.llm_failures += 1
-        ledger.notes[path] = entry  # set again: saved as a row and re-indexed
-        return Pending()
-    entry.entities = entry.entities + result.entities
-    entry.relations = entry.relations + result.relations
-    entry.status, entry.error = "indexed", None
-    entry.hint_digest, entry.cache_keys = hint_digest, result.cache_keys
-    ledger.notes[path] = entry  # set again: saved as a row and its new fragments indexed
-    report.notes_extracted += 1
-    report.entity_merges += log.merges
-    report.entities_dropped += log.dropped
-    return Pending(
-        entities={f.name for f in result.entities},
-        relations={tuple(sorted((f.src, f.tgt))) for f in result.relations},
-    )
 
 
 def contribution_for(plan: Plan, path: str, tokenizer: Any, config: WikiragConfig) -> NoteContribution:
@@ -134,20 +118,17 @@ def contribution_for(plan: Plan, path: str, tokenizer: Any, config: WikiragConfi
 
 
 def pending_for(old: NoteEntry | None, new: NoteContribution | None) -> Pending:
-    """The writes that replacing `old` by `new` needs: every record either side touches."""
+    """The writes that replacing `old` by `new` needs: new chunks, gone chunks, and every entity and relation
+    whose fragments from this note differ (an unchanged record is not rewritten, nor re-embedded)."""
     old_chunks = set(old.chunk_ids) if old else set()
     new_chunks = {c.id for c in new.chunks} if new else set()
-    entities = {f.name for f in (old.entities if old else [])} | {f.name for f in (new.entities if new else [])}
-    relations = {tuple(sorted((f.src, f.tgt))) for f in (old.relations if old else [])}
-    relations |= {tuple(sorted((f.src, f.tgt))) for f in (new.relations if new else [])}
-    return Pending(
-        # chunk ids hash the text alone: a new title changes the headings stored with the same ids
-        chunk_notes={new.path} if new and (new_chunks - old_chunks or old is None
-                                           or old.chunk_digest != chunks_digest(new)) else set(),
-        delete_chunks=old_chunks - new_chunks,
-        entities=entities,
-        relations=relations,
-    )
+    pending = fragment_changes(old.entities if old else [], old.relations if old else [],
+                               new.entities if new else [], new.relations if new else [])
+    # chunk ids hash the text alone: a new title changes the headings stored with the same ids
+    pending.chunk_notes = {new.path} if new and (new_chunks - old_chunks or old is None
+                                                 or old.chunk_digest != chunks_digest(new)) else set()
+    pending.delete_chunks = old_chunks - new_chunks
+    return pending
 
 
 async def apply_pending(writer: StoreWriter, ledger: Ledger, pending: Pending, plan: Plan, tokenizer: Any,

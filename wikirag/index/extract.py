@@ -1,21 +1,23 @@
-"""LLM extraction for extract-routed notes: LightRAG's own extraction, hinted, cleaned, kept as fragments.
+"""LLM extraction for extract-routed notes: LightRAG's own extraction, hinted, attributed per note, cleaned,
+kept as fragments.
 
-LightRAG's extraction step (`operate.extract_entities`, reached through the instance's
-`_process_extract_entities`) is used as is: its prompts, its output parser, its LLM cache keyed by the
-model (`llm_model_name`). What it returns per chunk is not merged into the graph by LightRAG; it becomes
-entity/relation fragments in wikirag's ledger, merged with the note's link structure by the same code
-that merges injected notes. That keeps one derivation for the whole graph, so an edited or deleted
-extract-routed note removes exactly its old contribution, and the store still equals a fresh index.
+LightRAG's extraction step (`operate.extract_entities`, through lightrag/extraction.py) is used as is: its
+prompts, its output parser, its LLM cache keyed by the model. What it returns per extraction unit (a stored
+chunk, an uncovered section, or a pack of small notes: index/units.py) is not merged into the graph by
+LightRAG. It is attributed to the notes the unit holds: an entity belongs to each note whose text (or
+hint, which names the note and its links) grounds it, a relation to a note that grounds both ends, and
+what no note grounds is dropped. Each note keeps these *raw* records in the ledger; name hygiene
+(graph/hygiene.py) turns them into entity/relation fragments, merged with the note's link structure by the
+same code that merges injected notes. Because the raw records are kept, a change of the vault's names
+(a new note, an edited alias) re-applies hygiene without an LLM call.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-from wikirag.graph.hygiene import EntityNames, HygieneLog
+from wikirag.graph.hygiene import EntityNames, HygieneLog, loose
 from wikirag.graph.records import ChunkRecord, EntityFragment, RelationFragment
-from wikirag.lightrag.hinting import HintingLLM
 from wikirag.lightrag.ids import xml_safe
 
 EXTRACTED_RANK = 2
@@ -25,100 +27,108 @@ EXTRACTED_RANK = 2
 class Extraction:
     entities: list[EntityFragment] = field(default_factory=list)
     relations: list[RelationFragment] = field(default_factory=list)
-    cache_keys: list[str] = field(default_factory=list)
 
 
-async def purge_cached_extractions(rag: Any, chunk_ids: list[str]) -> int:
-    """Drop the LLM cache entries LightRAG recorded for these chunks (their hint changed)."""
-    records = await rag.text_chunks.get_by_ids(chunk_ids)
-    keys = sorted({k for r in records if r for k in r.get("llm_cache_list", []) or []})
-    if keys:
-        await rag.llm_response_cache.delete(keys)
-    return len(keys)
+@dataclass
+class Member:
+    """One note's share of a unit: the text it brought, its own hint, the stored chunks records may cite."""
+
+    path: str
+    text: str
+    hint: str
+    chunks: list[ChunkRecord]
 
 
-async def extract_note(
-    rag: Any,
-    hinting: HintingLLM,
-    path: str,
-    doc_id: str,
-    chunks: list[ChunkRecord],
-    hint: str,
-    names: EntityNames,
-    log: HygieneLog,
-) -> Extraction:
-    """Run LightRAG's extraction on a note's chunks (already in text_chunks) and clean the result."""
-    if not chunks:
-        return Extraction()
-    for chunk in chunks:
-        hinting.hints[chunk.content] = hint
-    payload = {
-        c.id: {
-            "content": c.content,
-            "tokens": c.tokens,
-            "chunk_order_index": c.order,
-            "full_doc_id": doc_id,
-            "file_path": path,
-            **({"heading": c.heading} if c.heading else {}),
-        }
-        for c in chunks
-    }
-    try:
-        # 1.5.x: the instance method wraps operate.extract_entities with the instance's global config,
-        # role LLM functions (ours, hinted) and its cache. Raises when the LLM fails after retries.
-        results = await rag._process_extract_entities(payload)
-    finally:
-        for chunk in chunks:
-            hinting.hints.pop(chunk.content, None)
-    texts = {c.id: c.content for c in chunks}
-    extraction = Extraction()
+def raw_records(results: list[tuple[dict, dict]]) -> tuple[list[dict], list[dict]]:
+    """LightRAG's parsed output, flattened: entity and relation records with their unit id (`source_id`)."""
+    nodes: list[dict] = []
+    edges: list[dict] = []
     for maybe_nodes, maybe_edges in results:
-        _clean(maybe_nodes, maybe_edges, texts, hint, names, path, log, extraction)
-    records = await rag.text_chunks.get_by_ids(list(texts))
-    extraction.cache_keys = sorted({k for r in records if r for k in r.get("llm_cache_list", []) or []})
-    return extraction
+        for name, records in sorted(maybe_nodes.items()):
+            for r in records:
+                nodes.append({"name": str(name), "type": str(r.get("entity_type") or "unknown").lower(),
+                              "description": str(r.get("description", "")), "unit": r.get("source_id", "")})
+        for (src, tgt), records in sorted(maybe_edges.items()):
+            for r in records:
+                edges.append({"src": str(src), "tgt": str(tgt), "keywords": str(r.get("keywords", "")),
+                              "description": str(r.get("description", "")), "unit": r.get("source_id", "")})
+    return nodes, edges
 
 
-def _clean(maybe_nodes: dict[str, list[dict]], maybe_edges: dict[Any, list[dict]], texts: dict[str, str],
-           hint: str, names: EntityNames, path: str, log: HygieneLog, out: Extraction) -> None:
+def _cite(chunks: list[ChunkRecord], names: list[str]) -> str:
+    """The member's stored chunk that holds the name (else its first chunk)."""
+    wanted = [loose(n) for n in names if loose(n).strip()]
+    for c in chunks:
+        text = loose(c.content)
+        if any(w in text for w in wanted):
+            return c.id
+    return chunks[0].id if chunks else ""
+
+
+def attribute(nodes: list[dict], edges: list[dict], member: Member, unit_keys: set[str],
+              names: EntityNames, shared: bool = True) -> dict[str, list]:
+    """The raw records of the units in `unit_keys` that belong to this member (in a `shared` unit, a pack:
+    those grounded in its text or names, by the name as written or, through the vault's names, by the
+    entity it names; alone, all of them, for `clean` to judge and report), each citing the member's own
+    stored chunk. This is what the ledger keeps as the note's raw extraction output."""
+    text = member.text + "\n" + member.hint
+
+    def grounded(name: str) -> bool:
+        if not shared:
+            return True
+        canonical, _how = names.canonical(name, "")
+        return names.grounded(name, canonical, text, "")
+
+    kept_nodes, kept_edges = [], []
+    ok: dict[str, bool] = {}
+    for r in nodes:
+        if r["unit"] in unit_keys and ok.setdefault(r["name"], grounded(r["name"])):
+            kept_nodes.append([r["name"], r["type"], r["description"], _cite(member.chunks, [r["name"]])])
+    for r in edges:
+        if r["unit"] not in unit_keys:
+            continue
+        if ok.setdefault(r["src"], grounded(r["src"])) and ok.setdefault(r["tgt"], grounded(r["tgt"])):
+            kept_edges.append([r["src"], r["tgt"], r["keywords"], r["description"],
+                               _cite(member.chunks, [r["src"], r["tgt"]])])
+    return {"entities": kept_nodes, "relations": kept_edges}
+
+
+def clean(raw: dict[str, list], text: str, hint: str, names: EntityNames, path: str,
+          log: HygieneLog) -> Extraction:
+    """Name hygiene on a note's raw records: example echoes and ungrounded names dropped, names mapped to
+    the vault's entities. Cheap (no LLM): re-run whenever the vault's names change."""
+    out = Extraction()
     kept: dict[str, str] = {}  # extracted name -> canonical name, for grounded entities only
-    for name, records in sorted(maybe_nodes.items()):
-        for record in records:
-            chunk_id = record.get("source_id", "")
-            entity_type = str(record.get("entity_type") or "unknown").lower()
-            if names.is_placeholder(name):
-                log.dropped.append(f"{path}: {name!r} (prompt placeholder)")
-                continue
-            canonical, how = names.canonical(name, entity_type)
-            if not names.grounded(name, canonical, texts.get(chunk_id, ""), hint):
-                # A prompt example ("Tokyo") is an echo only when the text does not name it.
-                why = "LightRAG prompt example" if names.is_example(name) else "not found in the text"
-                log.dropped.append(f"{path}: {name!r} ({why})")
-                continue
-            if how:
-                log.merges.append(f"{path}: {name!r} -> {canonical!r} ({how})")
-            kept[name] = canonical
-            description = xml_safe(str(record.get("description", "")))
-            out.entities.append(EntityFragment(canonical, xml_safe(entity_type), description,
-                                               [chunk_id] if chunk_id else [], path, EXTRACTED_RANK))
-    for (src, tgt), records in sorted(maybe_edges.items()):
-        for record in records:
-            chunk_id = record.get("source_id", "")
-            ends = []
-            for end in (src, tgt):
-                canonical = kept.get(end)
-                if canonical is None:
-                    canonical, _how = names.canonical(end, "")
-                    if names.is_placeholder(end) or not names.grounded(end, canonical, texts.get(chunk_id, ""),
-                                                                       hint):
-                        break
-                    # an endpoint the LLM named only in a relation still needs a node
-                    out.entities.append(EntityFragment(canonical, None, "", [chunk_id] if chunk_id else [],
-                                                       path, EXTRACTED_RANK))
-                ends.append(canonical)
-            if len(ends) != 2 or ends[0] == ends[1]:
-                continue
-            keywords = [xml_safe(k.strip()) for k in str(record.get("keywords", "")).split(",") if k.strip()]
-            out.relations.append(RelationFragment(ends[0], ends[1], xml_safe(str(record.get("description", ""))),
-                                                  keywords,
-                                                  [chunk_id] if chunk_id else [], path, 1))
+    for name, entity_type, description, chunk_id in raw.get("entities", []):
+        if names.is_placeholder(name):
+            log.dropped.append(f"{path}: {name!r} (prompt placeholder)")
+            continue
+        canonical, how = names.canonical(name, entity_type)
+        if not names.grounded(name, canonical, text, hint):
+            # A prompt example ("Tokyo") is an echo only when the text does not name it.
+            why = "LightRAG prompt example" if names.is_example(name) else "not found in the text"
+            log.dropped.append(f"{path}: {name!r} ({why})")
+            continue
+        if how:
+            log.merges.append(f"{path}: {name!r} -> {canonical!r} ({how})")
+        kept[name] = canonical
+        out.entities.append(EntityFragment(canonical, xml_safe(entity_type), xml_safe(description),
+                                           [chunk_id] if chunk_id else [], path, EXTRACTED_RANK))
+    for src, tgt, keywords, description, chunk_id in raw.get("relations", []):
+        ends = []
+        for end in (src, tgt):
+            canonical = kept.get(end)
+            if canonical is None:
+                canonical, _how = names.canonical(end, "")
+                if names.is_placeholder(end) or not names.grounded(end, canonical, text, hint):
+                    break
+                # an endpoint the LLM named only in a relation still needs a node
+                out.entities.append(EntityFragment(canonical, None, "", [chunk_id] if chunk_id else [], path,
+                                                   EXTRACTED_RANK))
+            ends.append(canonical)
+        if len(ends) != 2 or ends[0] == ends[1]:
+            continue
+        words = [xml_safe(k.strip()) for k in keywords.split(",") if k.strip()]
+        out.relations.append(RelationFragment(ends[0], ends[1], xml_safe(description), words,
+                                              [chunk_id] if chunk_id else [], path, 1))
+    return out

@@ -54,6 +54,9 @@ class NoteEntry:
     error: str | None = None
     hint_digest: str = ""  # the hint (and model) the note was last extracted with
     cache_keys: list[str] = field(default_factory=list)  # LightRAG cache entries of that extraction
+    # LightRAG's extraction output attributed to this note, before name hygiene (index/extract.py): lets a
+    # change of the vault's names be re-applied without an LLM call
+    raw: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_contribution(cls, digest: str, signature: str, c: NoteContribution, **extra: Any) -> NoteEntry:

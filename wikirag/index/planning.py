@@ -23,7 +23,7 @@ from wikirag.plan.routing import RouteDecision, route_vault
 from wikirag.settings import WikiragConfig
 from wikirag.vault.model import Vault
 
-DERIVATION_VERSION = 1  # bump when note_contribution's output changes for the same input
+DERIVATION_VERSION = 2  # bump when note_contribution's output changes for the same input
 
 
 @dataclass
@@ -44,6 +44,7 @@ class Plan:
     skipped: list[str] = field(default_factory=list)
     deferred: set[str] = field(default_factory=set)  # extract-routed notes left pending by --budget
     body_tokens: dict[str, int] = field(default_factory=dict)
+    names_digest: str = ""  # every note's names, types and aliases: what name hygiene depends on
 
     def extracting(self, path: str) -> bool:
         return bool(self.llm_model) and self.decisions[path].route == "extract" and path not in self.deferred
@@ -139,7 +140,9 @@ def plan_index(config: WikiragConfig, ledger: Ledger, vault: Vault | None = None
                                 body_tokens=body_tokens)
     plan = Plan(vault, names, unresolved, {}, decisions, llm_model=config.llm.model, body_tokens=body_tokens)
     default_type = config.index.default_note_type
-    table_digest = ""
+    if plan.llm_model:  # hygiene depends on every note's names and types, kept apart from the signatures
+        plan.names_digest = stable_digest(sorted(
+            (names[p], note_type(n, default_type), sorted(n.aliases)) for p, n in vault.notes.items()))
     # Without an LLM a signature reads only the note, its links and the names: when no name changed, an
     # untouched note keeps its signature (with one, hints read linked notes' text: always recompute).
     reuse = (previous is not None and previous.vault is vault and not plan.llm_model
@@ -155,10 +158,10 @@ def plan_index(config: WikiragConfig, ledger: Ledger, vault: Vault | None = None
                 note = vault.notes[path]
                 plan.hints[path] = note_hint(note, vault.outgoing(path), names, vault.notes,
                                              note_type(note, default_type))
-                if not table_digest:  # hygiene depends on every note's names and types
-                    table_digest = stable_digest(sorted(
-                        (names[p], note_type(n, default_type), sorted(n.aliases)) for p, n in vault.notes.items()))
-                extraction = [plan.llm_model, config.index.gleaning, stable_digest(plan.hints[path]), table_digest]
+                # The vault's names are not in it: a new note or an edited alias re-applies name hygiene to the
+                # kept raw output (apply.run_plan), it does not re-extract every note.
+                extraction = [plan.llm_model, config.index.gleaning, stable_digest(plan.hints[path]),
+                              decision.sections, config.index.pack_max_tokens]
             else:
                 extraction = ["pending"]
         if reuse and path not in touched and path in previous.signatures:

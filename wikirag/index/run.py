@@ -165,7 +165,7 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
             report.seconds = round(time.perf_counter() - started, 3)
             return report
 
-        ledger.meta = _store_meta(config)
+        ledger.meta = {**_store_meta(config), **{k: v for k, v in ledger.meta.items() if k == "names_digest"}}
         counter = engine_kwargs.pop("embedding_counter", None) or EmbeddingCounter()
         calls_before, texts_before = counter.calls, counter.texts
         if rag is None:

@@ -185,14 +185,6 @@ def lightrag_content(text: str) -> str:
     return html.unescape(text).strip() if "&" in text else text
 
 
-def _first_heading(content: str) -> str:
-    from wikirag.markdown.chunking import _HEADING  # the chunker's own heading rule
-
-    end = content.find("\n")
-    m = _HEADING.match(content if end < 0 else content[:end])
-    return m.group(2).strip() if m else ""
-
-
 @lru_cache(maxsize=1)
 def _breadcrumb_format() -> tuple[int, str]:
     import_lightrag()

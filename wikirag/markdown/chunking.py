@@ -10,12 +10,11 @@ counts are exactly the chunks LightRAG extracts.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
-_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+from wikirag.markdown.layout import lay_out
+from wikirag.markdown.structure import code_lines
 
 
 @dataclass
@@ -36,12 +35,15 @@ class _Block:
 
 
 def _blocks(text: str) -> list[_Block]:
-    """Split text into paragraph blocks; headings start their own block; fences stay whole."""
+    """Split text into paragraph blocks; headings start their own block; code stays whole. Headings and code
+    come from the one layout pass (`markdown.structure`), so chunks, sections and routing agree on them."""
+    layout = lay_out(text)
+    headings = {line: (level, title) for _offset, level, title, line in layout.headings}
+    in_code = code_lines(text, layout)
     blocks: list[_Block] = []
     path: list[tuple[int, str]] = []
     current: list[str] = []
     start = 1
-    fence: str | None = None
 
     def flush(next_start: int) -> None:
         nonlocal current, start
@@ -50,24 +52,14 @@ def _blocks(text: str) -> list[_Block]:
         current, start = [], next_start
 
     for number, line in enumerate(text.split("\n"), start=1):
-        if fence is not None:
-            current.append(line)
-            if line.strip().startswith(fence) and set(line.strip()) == {fence[0]}:
-                fence = None
-            continue
-        opening = _FENCE.match(line)
-        if opening:
-            fence = opening.group(1)
-            current.append(line)
-            continue
-        heading = _HEADING.match(line)
-        if heading:
+        heading = headings.get(number - 1)
+        if heading is not None:
             flush(number)
-            level = len(heading.group(1))
-            path[:] = [(lv, h) for lv, h in path if lv < level] + [(level, heading.group(2).strip())]
+            level, title = heading
+            path[:] = [(lv, h) for lv, h in path if lv < level] + [(level, title.strip())]
             current, start = [line], number
             continue
-        if not line.strip():
+        if not line.strip() and number - 1 not in in_code:
             current.append(line)
             flush(number + 1)
             continue
@@ -122,6 +114,14 @@ def chunk_text(text: str, tokenizer: Any, size: int = 600, overlap: int = 60) ->
     return chunks
 
 
+
+
+def first_heading(content: str) -> str:
+    """The heading a text opens with ("" if none), as `chunk_text` sees it: the layout pass on the first
+    paragraph (a setext heading needs its underline)."""
+    end = content.find("\n\n")
+    headings = lay_out(content if end < 0 else content[:end]).headings
+    return headings[0][2].strip() if headings and headings[0][3] == 0 else ""
 
 
 def heading_path(title: str, headings: list[str]) -> list[str]:

@@ -9,11 +9,10 @@ from typing import Any
 
 from wikirag.lightrag.prompts import (
     PromptSizes,
-    _first_heading,
     breadcrumb,
 )
 from wikirag.lightrag.tokens import get_encoding
-from wikirag.markdown.chunking import chunk_text, heading_path
+from wikirag.markdown.chunking import chunk_text, first_heading, heading_path
 from wikirag.plan.cost_settings import CostSettings
 
 
@@ -58,7 +57,7 @@ class ChunkPlanner:
         # each block edge. Far enough below the size, the whole text is certainly one chunk.
         blocks = content.count("\n\n") + content.count("\n#") + 1
         if approx_tokens + 3 * blocks + 8 <= 0.9 * size:
-            first = _first_heading(content)
+            first = first_heading(content)
             return [PlannedChunk(content, approx_tokens, self.crumb(heading_path(title, [first] if first else [])))]
         chunks: dict[str, PlannedChunk] = {}  # note_contribution keeps one of identical chunks (same id)
         for c in chunk_text(body, self.tokenizer, size, self.s.chunk_overlap_token_size):

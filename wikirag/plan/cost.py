@@ -3,9 +3,11 @@
 Three scenarios, per note and in total:
 
 - **vanilla**: stock LightRAG on every note file (its default chunking, 1200/100 tokens, its default gleaning).
-- **wikirag**: the routed plan as pipeline.py runs it. Injected notes cost no LLM tokens; extract-routed
-  notes pay LightRAG's extraction step on wikirag's chunks (600/60, heading-aware, under the note title)
-  plus the hint header in every chunk's prompt; wikirag merges the fragments itself (no summary calls).
+- **wikirag**: the routed plan as the pipeline runs it. Injected notes cost no LLM tokens; extract-routed
+  notes pay LightRAG's extraction step on wikirag's chunks (heading-aware, under the note title) plus the
+  hint header in every chunk's prompt, only their uncovered sections under policy "prose", and short ones
+  share one call per pack (plan/packing.py); gleaning as configured (off by default); wikirag merges the
+  fragments itself (no summary calls).
 - **structure_only**: every note injected from its links; no LLM at all.
 
 Input sizes come from rendering LightRAG's installed prompt templates (`prompt_sizes`) with the arguments
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from wikirag.graph.contribution import note_type
@@ -34,8 +37,9 @@ from wikirag.plan.chunk_plans import ChunkPlanner, PlannedChunk
 from wikirag.plan.cost_settings import CostSettings, prompt_sizes
 from wikirag.plan.hints import note_hint
 from wikirag.plan.mentions import sentence_names
+from wikirag.plan.packing import PackItem, extract_text, pack_hint, pack_items
 from wikirag.plan.prices import PriceTable
-from wikirag.plan.results import CostEstimate, FolderCost, NoteCost, ScenarioCost
+from wikirag.plan.results import Alternative, CostEstimate, FolderCost, NoteCost, ScenarioCost
 from wikirag.plan.routing import Outgoing, RouteDecision, note_features
 from wikirag.plan.scenarios import Scenario, price_cost
 from wikirag.vault.read import read_note_files
@@ -77,6 +81,7 @@ def estimate_vault(
     texts: Mapping[str, str] | None = None,
     hints: HintSource = None,
     price_table: PriceTable | None = None,
+    vanilla: bool = True,
 ) -> CostEstimate:
     """Estimate all three scenarios for a vault (anything with `.notes` and `.outgoing(path)`).
 
@@ -91,12 +96,13 @@ def estimate_vault(
     planner = ChunkPlanner(s, sizes)
     enc = planner.enc
     paths = sorted(vault.notes)
-    raw = dict(texts) if texts is not None else read_note_files(vault, paths)
+    raw = dict(texts) if texts is not None else (read_note_files(vault, paths) if vanilla else {})
     runs = {
         "vanilla": Scenario(s, sizes, s.vanilla_gleaning, price, enc, lightrag_merges=True),
         "wikirag": Scenario(s, sizes, s.gleaning, price, enc, lightrag_merges=False),
     }
     titles = {p: n.title.strip() or n.name for p, n in vault.notes.items()}
+    packable: dict[str, PackItem] = {}  # extract-routed notes (or sections) small enough to share a call
     routes = {"inject": 0, "extract": 0, "skip": 0}
     folders: dict[str, FolderCost] = {}
     rows: list[NoteCost] = []
@@ -115,22 +121,24 @@ def estimate_vault(
         if body_names is not None:
             plan[0].names = body_names
 
-        # vanilla: the whole file. The body is counted already: count the frontmatter alone.
-        text = raw.get(path, note.body)
-        content = lightrag_content(text)
-        head = text[: len(text) - len(note.body)] if note.body and text.endswith(note.body) else None
-        approx = (body_tokens + len(enc.encode_ordinary(head))) if head is not None else (
-            len(enc.encode_ordinary(content)))
-        vanilla_plan = planner.vanilla(content, approx)
-        if len(vanilla_plan) == 1 and head is not None and body_names is not None:
-            vanilla_plan[0].names = sentence_names(head) + body_names
-        vanilla, duplicate = runs["vanilla"].document(path, content, vanilla_plan, 0)
+        vanilla_cost, duplicate = (_vanilla_cost(runs["vanilla"], planner, path, note, raw, body_tokens, body_names)
+                                   if vanilla else (ScenarioCost(), None))
 
         hint = 0
+        pending_pack = False
         if decision.route == "extract":
             if s.hint:
                 hint = _hint_for(hints, note, vault.outgoing(path), vault.notes, titles, s)
-            wikirag, _ = runs["wikirag"].document(path, body, plan, hint)
+            text = extract_text(note.body, decision.sections)
+            tokens = body_tokens if not decision.sections else len(enc.encode_ordinary(text))
+            if 0 < tokens <= s.pack_max_tokens and text:
+                packable[path] = PackItem(path, titles[path], text, tokens)
+                pending_pack = True
+                wikirag = ScenarioCost()
+            elif decision.sections:
+                wikirag = _sections_cost(runs["wikirag"], planner, note, decision.sections, hint, path)
+            else:
+                wikirag, _ = runs["wikirag"].document(path, body, plan, hint)
         else:
             wikirag = ScenarioCost(chunks=len(plan))
             if decision.route == "inject":
@@ -139,24 +147,34 @@ def estimate_vault(
             path=path, folder=posixpath.dirname(path) or ".", tokens=body_tokens, chunks=len(plan),
             route=decision.route, reason=decision.reason, hint_tokens=hint, llm_calls=wikirag.llm_calls,
             input_tokens=wikirag.input_tokens, output_tokens=wikirag.output_tokens, usd=wikirag.usd,
-            wikirag=wikirag, vanilla=vanilla, duplicate_of=duplicate,
+            wikirag=wikirag, vanilla=vanilla_cost, duplicate_of=duplicate,
         )
         rows.append(row)
+        if pending_pack:
+            row.wikirag.chunks = len(plan)
         f = folders.setdefault(row.folder, FolderCost(row.folder))
         f.notes += 1
         f.tokens += body_tokens
         setattr(f, decision.route, getattr(f, decision.route) + 1)
-        f.wikirag_usd += wikirag.usd
-        f.vanilla_usd += vanilla.usd
-        f.wikirag_input_tokens += wikirag.input_tokens
-        f.vanilla_input_tokens += vanilla.input_tokens
+        f.vanilla_usd += vanilla_cost.usd
+        f.vanilla_input_tokens += vanilla_cost.input_tokens
+    by_path = {row.path: row for row in rows}
+    pack_costs = _pack_costs(runs["wikirag"], packable, vault, titles, by_path, planner, s)
+    for row in rows:
+        f = folders[row.folder]
+        f.wikirag_usd += row.wikirag.usd
+        f.wikirag_input_tokens += row.wikirag.input_tokens
 
     totals = {name: ScenarioCost() for name in SCENARIOS}
     structure = totals["structure_only"]
+    for cost in pack_costs:
+        totals["wikirag"].add(cost)
     for row in rows:
         if row.vanilla.notes:
             totals["vanilla"].add(row.vanilla)
-        if row.wikirag.notes:
+        if row.pack:  # its LLM cost is in its pack's
+            totals["wikirag"].chunks += row.wikirag.chunks
+        elif row.wikirag.notes:
             totals["wikirag"].add(row.wikirag)
         else:  # injected or skipped: only chunks and embeddings
             totals["wikirag"].chunks += row.wikirag.chunks
@@ -174,7 +192,7 @@ def estimate_vault(
         "chunk_token_size", "chunk_overlap_token_size", "vanilla_chunk_token_size",
         "vanilla_chunk_overlap_token_size", "gleaning", "vanilla_gleaning", "force_llm_summary_on_merge",
         "summary_max_tokens", "summary_context_size", "summary_length_recommended", "max_extract_input_tokens",
-        "max_total_records", "max_entity_records", "language", "section_context", "hint")}
+        "max_total_records", "max_entity_records", "language", "section_context", "hint", "pack_max_tokens")}
     return CostEstimate(
         vault=str(getattr(vault, "root", "")),
         model=s.model,
@@ -200,6 +218,84 @@ def _hint_for(hints: HintSource, note: ParsedNote, outgoing: Outgoing, notes: Ma
     if callable(hints):
         return int(hints(note, outgoing))
     return int(hints.get(note.path, 0))
+
+
+def _vanilla_cost(run: Scenario, planner: ChunkPlanner, path: str, note: ParsedNote, raw: Mapping[str, str],
+                  body_tokens: int, body_names: list[list[str]] | None) -> tuple[ScenarioCost, str | None]:
+    """Stock LightRAG on the whole file. The body is counted already: count the frontmatter alone."""
+    enc = planner.enc
+    text = raw.get(path, note.body)
+    content = lightrag_content(text)
+    head = text[: len(text) - len(note.body)] if note.body and text.endswith(note.body) else None
+    approx = (body_tokens + len(enc.encode_ordinary(head))) if head is not None else (
+        len(enc.encode_ordinary(content)))
+    vanilla_plan = planner.vanilla(content, approx)
+    if len(vanilla_plan) == 1 and head is not None and body_names is not None:
+        vanilla_plan[0].names = sentence_names(head) + body_names
+    return run.document(path, content, vanilla_plan, 0)
+
+
+def _sections_cost(run: Scenario, planner: ChunkPlanner, note: ParsedNote, spans: list[tuple[int, int]],
+                   hint: int, path: str) -> ScenarioCost:
+    """Policy "prose": only the uncovered sections go to the LLM, chunked together as the pipeline does."""
+    text = extract_text(note.body, spans)
+    chunks = planner.wikirag(text, len(planner.enc.encode_ordinary(text)), note.title)
+    cost, _ = run.document(path, text, chunks, hint)
+    return cost
+
+
+def _pack_costs(run: Scenario, packable: dict[str, PackItem], vault: Any, titles: Mapping[str, str],
+                rows: dict[str, NoteCost], planner: ChunkPlanner, s: CostSettings) -> list[ScenarioCost]:
+    """Small extract-routed notes share one call per pack (plan/packing.py, as the pipeline packs them); a
+    note left alone pays its own. Each member's row shows its share of the pack by tokens."""
+    packs, alone = pack_items(packable.values(), s.chunk_token_size, s.pack_max_tokens)
+    out = []
+    for item in alone:
+        row = rows[item.path]
+        note = vault.notes[item.path]
+        plan = planner.wikirag(item.text, item.tokens, note.title)
+        cost, _ = run.document(item.path, item.text, plan, row.hint_tokens)
+        cost.chunks = row.chunks
+        _fill_row(row, cost)
+    for pack in packs:
+        content = pack.content()
+        tokens = len(planner.enc.encode_ordinary(content))
+        hint = 0
+        if s.hint:
+            members = []
+            for path in pack.paths:
+                note = vault.notes[path]
+                targets = sorted({titles[r.path] for _l, r in vault.outgoing(path)
+                                  if r.path and not r.is_attachment and r.path != path and r.path in titles})
+                members.append((titles[path], note_type(note, s.default_note_type), list(note.aliases), targets))
+            hint = len(planner.enc.encode_ordinary(pack_hint(members)))
+        cost, _ = run.document(pack.paths[0], content, [PlannedChunk(content, tokens)], hint)
+        cost.chunks, cost.notes = 0, len(pack.members)  # the stored chunks stay per note (counted on the rows)
+        out.append(cost)
+        total = sum(m.tokens for m in pack.members) or 1
+        for member in pack.members:
+            row = rows[member.path]
+            share = _share(cost, member.tokens / total)
+            share.chunks = row.wikirag.chunks
+            share.notes = 1
+            row.pack = len(pack.members)
+            row.hint_tokens = hint
+            _fill_row(row, share)
+    return out
+
+
+def _share(cost: ScenarioCost, part: float) -> ScenarioCost:
+    share = ScenarioCost()
+    for name in vars(cost):
+        value = getattr(cost, name)
+        setattr(share, name, value * part if isinstance(value, float) else round(value * part))
+    return share
+
+
+def _fill_row(row: NoteCost, cost: ScenarioCost) -> None:
+    row.wikirag = cost
+    row.llm_calls, row.input_tokens, row.output_tokens, row.usd = (cost.llm_calls, cost.input_tokens,
+                                                                   cost.output_tokens, cost.usd)
 
 
 def _inject_records(decision: RouteDecision) -> int:
@@ -255,5 +351,27 @@ def estimate_for_config(config: Any, values: Mapping[str, Any] | None = None, *,
     vault = vault or Vault.load(config.vault, exclude=config.exclude)
     decisions = route_vault(vault, config.route, config.route_overrides, encoding=config.index.encoding,
                             body_tokens=body_tokens)
-    return estimate_vault(vault, decisions, CostSettings.from_config(config, values))
+    settings = CostSettings.from_config(config, values)
+    estimate = estimate_vault(vault, decisions, settings)
+    estimate.alternatives = alternatives(vault, config, settings, decisions, body_tokens)
+    return estimate
 
+
+def alternatives(vault: Any, config: Any, settings: CostSettings, decisions: Mapping[str, RouteDecision],
+                 body_tokens: Mapping[str, int] | None = None) -> list[Alternative]:
+    """What the routed plan would cost one setting away: the other routing policy, and gleaning on or off."""
+    from wikirag.plan.routing import POLICIES, route_vault
+
+    out = []
+    other = next(p for p in POLICIES if p != config.route.policy)
+    routed = route_vault(vault, replace(config.route, policy=other), config.route_overrides,
+                         encoding=config.index.encoding, body_tokens=body_tokens)
+    est = estimate_vault(vault, routed, settings, vanilla=False)
+    out.append(Alternative(f'[route] policy = "{other}"', est.routes, est.scenarios["wikirag"]))
+    gleaning = 0 if (settings.gleaning or 0) > 0 else 1
+    est = estimate_vault(vault, decisions, replace(settings, gleaning=gleaning), vanilla=False)
+    out.append(Alternative(f"[index] gleaning = {gleaning}", est.routes, est.scenarios["wikirag"]))
+    if settings.pack_max_tokens > 0:
+        est = estimate_vault(vault, decisions, replace(settings, pack_max_tokens=0), vanilla=False)
+        out.append(Alternative("[index] pack_max_tokens = 0", est.routes, est.scenarios["wikirag"]))
+    return out

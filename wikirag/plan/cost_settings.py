@@ -41,7 +41,7 @@ class CostSettings:
     vanilla_chunk_token_size: int = 1200
     vanilla_chunk_overlap_token_size: int = 100
     # LightRAG's extraction knobs; None means "LightRAG's installed default" (lightrag.constants).
-    gleaning: int | None = None
+    gleaning: int | None = IndexSettings.gleaning  # wikirag's own default (off); None: LightRAG's default
     vanilla_gleaning: int | None = None
     force_llm_summary_on_merge: int | None = None
     summary_max_tokens: int | None = None
@@ -60,6 +60,7 @@ class CostSettings:
     description_tokens: float = 19.0  # tokens per extracted description, LightRAG's worked examples
     embed_record_tokens: float = 30.0  # tokens embedded per entity/relation vector (name + description)
     hint: bool = True  # extract-routed notes carry the hint header in every chunk
+    pack_max_tokens: int = IndexSettings.pack_max_tokens  # small-note packing (IndexSettings), 0: off
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any] | None) -> CostSettings:
@@ -78,6 +79,7 @@ class CostSettings:
             "chunk_overlap_token_size": config.index.chunk_overlap_token_size,
             "encoding": config.index.encoding,
             "default_note_type": config.index.default_note_type,
+            "pack_max_tokens": config.index.pack_max_tokens,
         }
         if "gleaning" not in merged:  # the pipeline's own setting, unless [cost] asks "what if"
             changes["gleaning"] = config.index.gleaning

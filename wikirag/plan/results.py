@@ -55,6 +55,7 @@ class NoteCost:
     wikirag: ScenarioCost = field(default_factory=ScenarioCost)
     vanilla: ScenarioCost = field(default_factory=ScenarioCost)
     duplicate_of: str | None = None  # vanilla LightRAG drops this note: same content as this earlier note
+    pack: int = 0  # notes in the extraction call this note shares (0: it is not packed); its figures are a share
 
 
 @dataclass
@@ -72,6 +73,15 @@ class FolderCost:
 
 
 @dataclass
+class Alternative:
+    """The routed plan one setting away (cost-estimate shows it beside the configured plan)."""
+
+    setting: str  # as written in wikirag.toml, e.g. '[route] policy = "prose"'
+    routes: dict[str, int]
+    wikirag: ScenarioCost
+
+
+@dataclass
 class CostEstimate:
     vault: str
     model: str
@@ -86,6 +96,7 @@ class CostEstimate:
     folders: list[FolderCost]
     prompt_sizes: PromptSizes
     assumptions: dict[str, Any]
+    alternatives: list[Alternative] = field(default_factory=list)  # estimate_for_config fills them
 
     def top_notes(self, n: int = 10, scenario: str = "wikirag") -> list[NoteCost]:
         """The `n` most expensive notes in a scenario (by input plus output tokens at list price)."""

@@ -15,23 +15,22 @@ down in docs/cost-model.md. Every decision carries a one-line reason naming the 
 from __future__ import annotations
 
 import fnmatch
-import re
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from wikirag.errors import ConfigError
 from wikirag.lightrag.tokens import DEFAULT_ENCODING, get_encoding
+from wikirag.markdown.structure import prose_chars, sections
 from wikirag.models import ParsedNote, Resolution, WikiLink
 from wikirag.settings import RouteSettings
 
 Route = Literal["inject", "extract", "skip"]
 ROUTES: tuple[str, ...] = ("inject", "extract", "skip")
+POLICIES: tuple[str, ...] = ("links", "prose")
 Outgoing = list[tuple[WikiLink, Resolution]]
 
-_FENCED = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^ {0,3}\1[`~]*[ \t]*$|\Z)", re.M | re.S)
-_HEADING_LINE = re.compile(r"^ {0,3}#{1,6}[ \t][^\n]*$", re.M)
-_LINE_MARKER = re.compile(r"^[ \t]*(?:>[ \t]*)*(?:[-*+]|\d{1,9}[.)])(?=[ \t])", re.M)
 _FRONTMATTER_FIELDS = ("type", "description", "tags", "aliases")  # what makes a note self-describing
 
 
@@ -56,19 +55,15 @@ class RouteDecision:
     reason: str  # one line, naming the numbers that decided it
     features: NoteFeatures = field(default_factory=NoteFeatures)
     source: Literal["policy", "frontmatter", "command line"] = "policy"
+    # extract route under the "prose" policy: the 1-based body line spans (heading sections) the LLM reads;
+    # empty means the whole note
+    sections: list[tuple[int, int]] = field(default_factory=list)
 
 
 def _prose_chars(body: str) -> int:
-    """Characters of the body that are prose: fenced code, heading lines, link brackets and list or quote
-    markers taken out, whitespace ignored (link contexts are measured the same way)."""
-    text = body
-    if "```" in text or "~~~" in text:
-        text = _FENCED.sub("", text)
-    if "#" in text:
-        text = _HEADING_LINE.sub("", text)
-    markup = 2 * (text.count("[[") + text.count("]]"))
-    markup += sum(len(m) - m.count(" ") - m.count("\t") for m in _LINE_MARKER.findall(text))
-    return len(text) - sum(text.count(c) for c in " \n\t") - markup
+    """Characters of the body that are prose (`markdown.structure.prose_chars`: code, comments, math, heading
+    lines, link brackets and list or quote markers taken out, whitespace ignored)."""
+    return prose_chars(body)
 
 
 def _nonspace(text: str) -> int:
@@ -161,10 +156,20 @@ def route_note(
     if wanted:
         ignored = f" (frontmatter wikirag: {note.route_override!r} ignored: not inject, extract or skip)"
 
+    if settings.policy not in POLICIES:
+        raise ConfigError(f"[route] policy {settings.policy!r}: choose one of {', '.join(POLICIES)}")
     if f.prose_tokens < settings.min_prose_tokens:
         what = "empty" if f.prose_tokens == 0 else f"near-empty ({f.prose_tokens} prose tokens)"
         return RouteDecision("inject", f"{what}: nothing for an LLM to read, links only{ignored}", f)
-    if f.resolved_links >= settings.min_resolved_links and f.uncovered_prose_tokens <= settings.max_uncovered_tokens:
+    if f.resolved_links < settings.min_resolved_links:
+        why = f"{f.resolved_links} resolved links (<{settings.min_resolved_links})"
+        return RouteDecision("extract", f"{why}: LLM extraction with link hints{ignored}", f)
+    if settings.policy == "links":
+        return RouteDecision(
+            "inject", f"{f.resolved_links} resolved links to {f.distinct_targets} notes "
+            f"(≥{settings.min_resolved_links}): the links say what it is about; its prose is chunked and embedded"
+            f"{ignored}", f)
+    if f.uncovered_prose_tokens <= settings.max_uncovered_tokens:
         return RouteDecision(
             "inject",
             f"{f.resolved_links} resolved links to {f.distinct_targets} notes, "
@@ -172,12 +177,42 @@ def route_note(
             f"{ignored}",
             f,
         )
-    if f.resolved_links < settings.min_resolved_links:
-        why = f"{f.resolved_links} resolved links (<{settings.min_resolved_links})"
-    else:
-        why = (f"{f.uncovered_prose_tokens} prose tokens outside link sentences "
-               f"(>{settings.max_uncovered_tokens})")
-    return RouteDecision("extract", f"{why}: LLM extraction with link hints{ignored}", f)
+    spans, total = uncovered_sections(note, outgoing, f, settings)
+    why = f"{f.uncovered_prose_tokens} prose tokens outside link sentences (>{settings.max_uncovered_tokens})"
+    if not spans:
+        return RouteDecision("inject", f"{why}, but no section holds {settings.min_prose_tokens} of them{ignored}", f)
+    if len(spans) == total:
+        return RouteDecision("extract", f"{why}: LLM extraction with link hints{ignored}", f)
+    return RouteDecision("extract", f"{why}: {len(spans)} of {total} sections to LLM extraction{ignored}", f,
+                         sections=spans)
+
+
+def uncovered_sections(note: ParsedNote, outgoing: Outgoing, f: NoteFeatures,
+                       settings: RouteSettings) -> tuple[list[tuple[int, int]], int]:
+    """The heading sections whose prose no link sentence covers (at least `min_prose_tokens` of prose outside
+    link sentences, and more than half of the section's prose), as body line spans; and how many sections
+    the note has."""
+    body = note.body
+    parts = sections(body)
+    if not parts:
+        return [], 0
+    body_chars = _nonspace(body) - body.count("\n") - body.count("\t")
+    per_token = f.body_tokens / body_chars if body_chars > 0 else 0.0
+    contexts: list[set[str]] = [set() for _ in parts]
+    starts = [p.start_line for p in parts]
+    for link, _ in outgoing:
+        if link.frontmatter_key is not None or not link.context:
+            continue
+        line = link.line - note.body_line_offset
+        k = max(0, bisect_right(starts, line) - 1)
+        contexts[k].add(link.context)
+    spans = []
+    for part, found in zip(parts, contexts, strict=True):
+        covered = min(part.prose_chars, sum(_nonspace(c) for c in found))
+        uncovered = part.prose_chars - covered
+        if uncovered * per_token >= settings.min_prose_tokens and uncovered > covered:
+            spans.append((part.start_line, part.end_line))
+    return spans, len(parts)
 
 
 def parse_route_overrides(values: Iterable[str]) -> list[tuple[str, str]]:

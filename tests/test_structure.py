@@ -1,0 +1,84 @@
+"""The one structure pass: chunking, routing's prose measure, link sections and the opening paragraph all read
+`markdown.layout.lay_out` (through `markdown.structure`), so they agree on every golden fixture note and on
+the sample vault, whatever code fences, setext headings or comments the note holds."""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from pathlib import Path
+
+import pytest
+
+from tests.golden import VAULTS
+from wikirag.graph.contribution import opening_paragraph
+from wikirag.lightrag.tokens import lightrag_tokenizer
+from wikirag.markdown.chunking import chunk_text
+from wikirag.markdown.parse import parse_note
+from wikirag.markdown.structure import prose_chars, sections
+from wikirag.plan.routing import _prose_chars
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTES = sorted([*VAULTS.rglob("*.md"), *(ROOT / "sample_vault").rglob("*.md")])
+
+TRICKY = """Intro with a [[Link A]] in it.
+
+```python
+# not a heading
+print("[[Not a link]]")
+
+# still code after a blank line
+```
+
+Setext heading
+==============
+
+Text under the setext heading with [[Link B]].
+
+%% a comment
+# not a heading either
+%%
+
+## Real subsection
+
+- a list item with [[Link C]]
+"""
+
+
+def _section_at(parts, line: int):
+    return parts[max(0, bisect_right([p.start_line for p in parts], line) - 1)]
+
+
+@pytest.mark.parametrize("path", [*NOTES, None], ids=[str(p.relative_to(ROOT)) for p in NOTES] + ["tricky"])
+def test_chunk_headings_link_sections_and_prose_agree(path):
+    if path is None:
+        note = parse_note(TRICKY, "Tricky.md")
+    else:
+        try:
+            note = parse_note(path.read_text(encoding="utf-8"), path.name)
+        except (UnicodeDecodeError, OSError):
+            pytest.skip("not a UTF-8 note")
+    body = note.body
+    parts = sections(body)
+    # chunk headings: every chunk (cut small, so there are many) sits under its section's heading path
+    for chunk in chunk_text(body, lightrag_tokenizer(), 40, 4):
+        assert chunk.headings == _section_at(parts, chunk.start_line).headings, chunk.content[:60]
+    # link sections: the parser's heading path for each body link is its section's
+    for link in note.links:
+        if link.frontmatter_key is None:
+            assert list(link.section) == _section_at(parts, link.line - note.body_line_offset).headings, link.raw
+    # routing's prose measure is the sum of the sections' prose
+    assert _prose_chars(body) == prose_chars(body) == sum(p.prose_chars for p in parts)
+    # the opening paragraph never starts inside code or a heading line
+    opening = opening_paragraph(note)
+    assert not opening.startswith(("#", "```", "~~~"))
+
+
+def test_the_tricky_note_has_the_structure_obsidian_shows():
+    note = parse_note(TRICKY, "Tricky.md")
+    parts = sections(note.body)
+    assert [p.headings for p in parts] == [[], ["Setext heading"], ["Setext heading", "Real subsection"]]
+    chunks = chunk_text(note.body, lightrag_tokenizer(), 1200, 100)
+    assert len(chunks) == 1 and "# still code after a blank line" in chunks[0].content
+    assert [link.section for link in note.links] == [(), ("Setext heading",), ("Setext heading", "Real subsection")]
+    assert opening_paragraph(note) == "Intro with a Link A in it."
+    assert "not a heading" not in "".join(h.text for h in note.headings)
