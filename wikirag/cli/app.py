@@ -27,24 +27,7 @@ from wikirag.cli.common import (
     fail,
     stderr_console,
 )
-from wikirag.cli.doctor import run_doctor
-from wikirag.cli.render import (
-    issue_line,
-    render_cost_estimate,
-    render_doctor,
-    render_graph_stats,
-    render_index_report,
-    render_query_result,
-    render_stats,
-    watch_status,
-)
 from wikirag.errors import WikiragError
-from wikirag.index.run import run_index
-from wikirag.index.watch import watch_vault
-from wikirag.query.export import export_graph, store_graph_stats
-from wikirag.query.retrieve import ask, find_vault
-from wikirag.vault.model import Vault
-from wikirag.vault.stats import compute_stats
 
 
 @app.command()
@@ -73,6 +56,11 @@ def stats(
 
         wikirag stats ~/Notes --exclude "Templates/**" --json
     """
+    from wikirag.cli.render import issue_line, render_graph_stats, render_stats
+    from wikirag.query.export import store_graph_stats
+    from wikirag.vault.model import Vault
+    from wikirag.vault.stats import compute_stats
+
     try:
         result = compute_stats(Vault.load(vault, exclude or ()))
         graph = store_graph_stats(build_config(vault, store=store))
@@ -120,6 +108,9 @@ def index(
         wikirag index ~/Notes
         wikirag index ~/Notes --dry-run --json
     """
+    from wikirag.cli.render import render_index_report
+    from wikirag.index.run import run_index
+
     try:
         config = build_config(vault, store=store, config_file=config_file, exclude=exclude, llm=llm,
                          llm_concurrency=llm_concurrency, route=route)
@@ -175,6 +166,9 @@ def query(
         wikirag query "Who designed the Bombe?" -m hybrid
         wikirag query "cipher machines" -m naive --context-only --json
     """
+    from wikirag.cli.render import render_query_result
+    from wikirag.query.retrieve import ask, find_vault
+
     try:
         root = vault or find_vault(Path.cwd())
         config = build_config(root, store=store, config_file=config_file, llm=llm)
@@ -217,6 +211,9 @@ def watch(
         wikirag watch ~/Notes
         wikirag watch ~/Notes --json | jq .notes_changed
     """
+    from wikirag.cli.render import watch_status
+    from wikirag.index.watch import watch_vault
+
     try:
         config = build_config(vault, store=store, config_file=config_file, exclude=exclude, llm=llm)
         if as_json:
@@ -266,6 +263,7 @@ def cost_estimate(
         wikirag cost-estimate ~/Notes --model gpt-4o-mini
         wikirag cost-estimate ~/Notes --csv > costs.csv
     """
+    from wikirag.cli.render import render_cost_estimate
     from wikirag.plan.cost import estimate_for_config
     from wikirag.plan.results import csv_rows
 
@@ -303,6 +301,9 @@ def export(
 
         wikirag export --vault ~/Notes --format graphml -o notes.graphml
     """
+    from wikirag.query.export import export_graph
+    from wikirag.query.retrieve import find_vault
+
     try:
         config = build_config(vault or find_vault(Path.cwd()), store=store)
         if fmt not in {"graphml", "json"}:
@@ -329,6 +330,9 @@ def doctor(
 
         wikirag doctor ~/Notes --check-llm
     """
+    from wikirag.cli.doctor import run_doctor
+    from wikirag.cli.render import render_doctor
+
     try:
         config = build_config(vault, store=store, config_file=config_file, llm=llm)
         report = run_doctor(config, check_llm_call=check_llm)

@@ -151,7 +151,7 @@ def read_note_table(config: WikiragConfig) -> NoteTable:
 def obsidian_uri(vault: Path, path: str, heading: str = "") -> str:
     """obsidian://open?vault=…&file=… (a heading is appended to the file as Obsidian's #anchor)."""
     file = path[:-3] if path.endswith(".md") else path
-    if heading:
+    if heading and " > " in heading:  # a section below the note's title
         file += "#" + heading.split(" > ")[-1]
     return "obsidian://open?" + urllib.parse.urlencode(
         {"vault": vault.resolve().name, "file": file}, quote_via=urllib.parse.quote
