@@ -195,7 +195,9 @@ async def query_store(
         # LightRAG returns None or a failure dict on some errors instead of raising.
         if not isinstance(raw, dict) or raw.get("status") == "failure":
             message = raw.get("message") if isinstance(raw, dict) else "LightRAG returned nothing"
-            raise QueryFailed(f"query failed: {message}")
+            if not (isinstance(raw, dict) and str(message).startswith("No relevant")):
+                raise QueryFailed(f"query failed: {message}")
+            raw = {"data": {}, "metadata": raw.get("metadata")}  # nothing matched: an empty context, not an error
         data = raw.get("data") or {}
         answer = None
         if use_llm:
