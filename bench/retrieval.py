@@ -9,6 +9,9 @@ write into). Per question, the ranked notes are the context's source notes (Ligh
 (`search`); recall@k = share of the expected notes among the first k, MRR = mean of 1/rank of the first
 expected note (0 when none is in the first 10).
 
+`query MODE` ranks sources in LightRAG's own order (--no-fusion); `query MODE +fusion` is the default,
+fused with BM25 and the names in the question.
+
 Warm: one process, one WarmEngine (store open, model loaded), per-query median and p95.
 Cold: a fresh `wikirag query --context-only` / `wikirag search` process per question, wall clock from
 spawn to exit: interpreter start, imports, store and model loading are all counted. `naive` is the baseline
@@ -53,7 +56,8 @@ async def warm(config, questions: list[dict], k: int, engine_kwargs: dict) -> li
     rows = []
     async with WarmEngine(config, **engine_kwargs) as engine:
         await engine.search("warm up", mode="naive")  # loads the model and the stores once
-        runs = [(f"query {m}", lambda q, m=m: engine.query(q, mode=m)) for m in MODES]
+        runs = [(f"query {m}", lambda q, m=m: engine.query(q, mode=m, fusion=False)) for m in MODES]
+        runs += [(f"query {m} +fusion", lambda q, m=m: engine.query(q, mode=m)) for m in MODES]
         runs += [(f"search {m}", lambda q, m=m: engine.search(q, limit=10, mode=m)) for m in SEARCH_MODES]
         for name, call in runs:
             recalls, rrs, latencies = [], [], []
@@ -112,9 +116,9 @@ def main() -> None:
         print(f"indexing {args.vault} first …")
         run_index(config, **engine_kwargs)
     print(f"{args.vault.name}: {len(questions)} questions; recall@{args.k} and MRR of the expected notes")
-    print(f"{'warm':18} {'recall@k':>9} {'MRR':>6} {'median ms':>10} {'p95 ms':>8}")
+    print(f"{'warm':22} {'recall@k':>9} {'MRR':>6} {'median ms':>10} {'p95 ms':>8}")
     for name, recall, mrr, median, p95 in asyncio.run(warm(config, questions, args.k, engine_kwargs)):
-        print(f"{name:18} {recall:9.3f} {mrr:6.3f} {median:10.1f} {p95:8.1f}")
+        print(f"{name:22} {recall:9.3f} {mrr:6.3f} {median:10.1f} {p95:8.1f}")
     if args.cold and args.embedding == "local":
         print(f"{'cold (new process)':22} {'median ms':>10} {'max ms':>8}")
         for name, median, worst in cold(args.vault, args.store, questions, args.cold):

@@ -153,6 +153,9 @@ def query(
     context_only: Annotated[
         bool, typer.Option("--context-only", help="Retrieve and show context; no LLM answer.")
     ] = False,
+    no_fusion: Annotated[
+        bool, typer.Option("--no-fusion", help="Rank sources by LightRAG's context alone (no BM25, no names).")
+    ] = False,
     llm: LLMOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -180,7 +183,7 @@ def query(
         on_token = (lambda piece: typer.echo(piece, nl=False)) if stream and llm_func and not as_json else None
         result = ask(config, question, mode=mode, top_k=top_k, chunk_top_k=chunk_top_k,
                      max_total_tokens=max_tokens, response_type=response_type, context_only=context_only,
-                     llm_func=llm_func, on_token=on_token)
+                     llm_func=llm_func, on_token=on_token, fusion=not no_fusion)
     except WikiragError as exc:
         fail(str(exc))
     if as_json:

@@ -54,6 +54,7 @@ class Source(BaseModel):
     path: str
     title: str
     obsidian_uri: str
+    found_by: list[str] = Field(description="lightrag (its context), lexical (BM25), names (named in the question)")
 
 
 class Fact(BaseModel):
@@ -206,10 +207,12 @@ def build_server(config: WikiragConfig, *, watch: bool = False, llm_func: Any = 
         ctx: Context,
         mode: Annotated[Literal["naive", "local", "global", "hybrid", "mix"],
                         Field(description="LightRAG's retrieval mode")] = "hybrid",
+        fusion: Annotated[bool, Field(description="rank sources with BM25 and names too; false: LightRAG's order")]
+        = True,
     ) -> QueryOut:
         """LightRAG retrieval: entities, relations and passages with their notes; an answer when an LLM is set."""
         engine = engine_of(ctx)
-        result = await guarded(engine.query(question, mode=mode, llm_func=llm_func))
+        result = await guarded(engine.query(question, mode=mode, llm_func=llm_func, fusion=fusion))
         pairs, entities = _origins(engine) if result.relations or result.entities else ({}, {})
         facts = [Fact(kind="entity", name=str(e.get("entity_name", "")), description=str(e.get("description", "")),
                       notes=_split(e.get("file_path")), origin=entities.get(str(e.get("entity_name")), "unknown"))

@@ -76,6 +76,10 @@ def mcp(
 ) -> None:
     """Serve the vault's index to AI agents over MCP (stdio): search, query, get_note, neighbors, status.
 
+    Example:
+
+        wikirag mcp ~/Notes --watch
+
     Claude Desktop (claude_desktop_config.json; give absolute paths):
 
         {"mcpServers": {"wikirag": {"command": "/abs/path/wikirag", "args": ["mcp", "/Users/me/Notes"]}}}

@@ -132,7 +132,11 @@ class LexicalIndex:
 
 def build_index(chunks: list[tuple[str, str, str, list[str]]]) -> LexicalIndex:
     """BM25 weights (`bm25s`, Lucene variant) over (chunk id, note path, heading, tokens) rows."""
+    import logging
+
     import bm25s  # only the index run pays for this import
+
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
 
     vocab_index: dict[str, int] = {}
     ids_per_chunk = [[vocab_index.setdefault(t, len(vocab_index)) for t in tokens] for *_, tokens in chunks]

@@ -130,8 +130,9 @@ class WarmEngine:
     async def query(self, question: str, mode: str = "hybrid", llm_func: Any = None, **kwargs: Any) -> Any:
         from wikirag.query.retrieve import query_store
 
-        return await query_store(self.config, question, mode=mode, rag=await self.rag(), notes=self.notes,
-                                 llm_func=llm_func, **kwargs)
+        notes = self.notes
+        return await query_store(self.config, question, mode=mode, rag=await self.rag(), notes=notes,
+                                 lexical=self._lexical, llm_func=llm_func, **kwargs)
 
     def resolve(self, path_or_title: str) -> str:
         path = self.notes.resolve(path_or_title)

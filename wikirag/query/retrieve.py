@@ -49,6 +49,7 @@ class Source:
     path: str
     title: str
     obsidian_uri: str
+    found_by: list[str] = field(default_factory=lambda: ["lightrag"])  # with fusion: also lexical, names
 
 
 @dataclass
@@ -150,10 +151,16 @@ async def query_store(
     on_token: Callable[[str], None] | None = None,
     rag: Any = None,
     notes: NoteTable | None = None,
+    fusion: bool = True,
+    lexical: Any = None,
     **engine_kwargs: Any,
 ) -> QueryResult:
     """Retrieve (and answer, with an LLM) in one of LightRAG's modes. A caller asking many questions
-    passes an open `rag` (engine.open_engine) and the `notes` table to skip reopening the store."""
+    passes an open `rag` (engine.open_engine) and the `notes` table to skip reopening the store.
+
+    `fusion` (default) ranks the source notes by LightRAG's context fused with BM25 and the names in the
+    question (query.search.fused_sources); the context itself is LightRAG's, unchanged. `fusion=False`
+    keeps LightRAG's own source order."""
     if mode not in MODES:
         raise QueryFailed(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
     if not question.strip():
@@ -208,6 +215,14 @@ async def query_store(
                 answer = llm.get("content")
             if answer is None:
                 raise QueryFailed("the LLM returned no answer")
+    sources = _sources(data, notes, config.vault)
+    if fusion:
+        from wikirag.index.lexical import load_index
+        from wikirag.query.search import fused_sources
+
+        lexical = lexical if lexical is not None else load_index(config.workspace_dir)
+        sources = [Source(p, notes.title(p), obsidian_uri(config.vault, p), found)
+                   for p, found in fused_sources(notes, lexical, question, [s.path for s in sources])]
     keywords = (raw.get("metadata") or {}).get("keywords") or {}
     reason = None
     if answer is None:
@@ -223,7 +238,7 @@ async def query_store(
         entities=data.get("entities", []),
         relations=data.get("relationships", []),
         chunks=data.get("chunks", []),
-        sources=_sources(data, notes, config.vault),
+        sources=sources,
     )
 
 

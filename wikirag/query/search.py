@@ -27,8 +27,14 @@ if TYPE_CHECKING:
 
 SEARCH_MODES = ("mix", "hybrid", "local", "global", "naive", "lexical")
 RRF_K = 60
-# A name the question spells out is the strongest evidence there is; BM25 and LightRAG count once each.
-WEIGHTS = {"names": 1.5, "lexical": 1.0, "lightrag": 1.0}
+# Weights measured on two hand-written question sets (bench/retrieval.py): with the default MiniLM embedder
+# BM25 is the strongest single ranking; LightRAG's ranking helps the first hit (MRR) at a low weight and
+# costs recall at equal weight; a name helps when it is specific (see specific_names).
+WEIGHTS = {"names": 0.5, "lexical": 1.0, "lightrag": 0.2}
+# LightRAG's modes rank their sources by their own context; fused with BM25 and names at equal weight,
+# every mode gained recall@5 and MRR on both question sets (bench/retrieval.py --no-fusion compares).
+MODE_WEIGHTS = {"names": 0.5, "lexical": 1.0, "lightrag": 1.0}
+SPECIFIC_SHARE = 0.02  # a name whose words occur in more than 2% of chunks ("Python", "Enigma") names no one note
 _PARAGRAPH = re.compile(r"\n\s*\n")
 
 
@@ -76,6 +82,36 @@ def lexical_ranking(index: LexicalIndex | None, query: str, depth: int = 60) -> 
     return paths, headings
 
 
+def specific_names(notes: NoteTable, index: LexicalIndex | None, query: str) -> list[str]:
+    """Notes named in the query by a specific name, rarest name first. A title or alias whose words are
+    common in the vault (a note called "Python" in a data wiki) is a topic, not a pointer to that note."""
+    surfaces = notes.names_in(query)
+    if index is None or not index.size:
+        return notes.notes_named_in(query)
+    limit = max(2, SPECIFIC_SHARE * index.size)
+
+    def spread(surface: str) -> int:
+        ids = [index.term_id(t) for t in tokenize(surface)]
+        if not ids or None in ids:
+            return 0
+        return min(int(index.indptr[i + 1] - index.indptr[i]) for i in ids)
+
+    out: list[str] = []
+    for surface in sorted(surfaces, key=spread):
+        if spread(surface) <= limit:
+            out += [p for p in notes.by_name.get(surface, []) if p not in out]
+    return out
+
+
+def fused_sources(notes: NoteTable, index: LexicalIndex | None, query: str, lightrag: list[str]) -> list[tuple[str,
+                                                                                                             list[str]]]:
+    """LightRAG's source notes re-ranked with BM25 and specific names (RRF); each with what found it."""
+    rankings = {"names": specific_names(notes, index, query), "lexical": lexical_ranking(index, query)[0],
+                "lightrag": lightrag}
+    return [(p, [n for n, ids in rankings.items() if p in ids])
+            for p, _ in rrf(rankings, weights=MODE_WEIGHTS) if p in notes.notes]
+
+
 def best_passages(text: str, query: str, count: int = 2, width: int = 320) -> list[str]:
     """The note's paragraphs sharing most search tokens with the query (frontmatter left out)."""
     from wikirag.markdown.properties import split_frontmatter
@@ -109,7 +145,7 @@ async def search_notes(config: WikiragConfig, query: str, *, notes: NoteTable, l
         raise QueryFailed("the query is empty")
     limit = max(1, limit)
     result_notes: list[str] = []
-    rankings: dict[str, list[str]] = {"names": notes.notes_named_in(query)}
+    rankings: dict[str, list[str]] = {"names": specific_names(notes, lexical, query)}
     lexical_paths, headings = lexical_ranking(lexical, query)
     rankings["lexical"] = lexical_paths
     if lexical is None:
@@ -118,7 +154,7 @@ async def search_notes(config: WikiragConfig, query: str, *, notes: NoteTable, l
         from wikirag.query.retrieve import query_store
 
         retrieved = await query_store(config, query, mode=mode, context_only=True, rag=rag, notes=notes,
-                                      **engine_kwargs)
+                                      fusion=False, **engine_kwargs)
         rankings["lightrag"] = [s.path for s in retrieved.sources]
         for chunk in retrieved.chunks:
             path = chunk.get("file_path", "")
