@@ -142,3 +142,16 @@ def test_cli_search_prints_ranked_notes(sample_store, fast_embedding):
     assert shown.exit_code == 0 and "Welchman" in shown.stdout
     bad = runner.invoke(app, ["search", "x", "--vault", vault, "-m", "bogus"])
     assert bad.exit_code == 1 and "unknown search mode" in bad.output
+
+
+def test_the_retrieval_tokenizer_round_trips_and_counts_close_to_tiktoken():
+    from wikirag.lightrag.readtokens import retrieval_tokenizer
+    from wikirag.lightrag.tokens import count_tokens
+
+    tokenizer = retrieval_tokenizer()
+    for path in ("people/Alan Turing.md", "concepts/暗号史.md", "Index.md"):
+        text = (SAMPLE / path).read_text(encoding="utf-8")
+        tokens = tokenizer.encode(text)
+        assert tokenizer.decode(tokens) == text
+        assert tokenizer.decode(tokens[:10]) == text[: len(tokenizer.decode(tokens[:10]))]
+        assert 0.75 < len(tokens) / count_tokens(text) < 1.25, path

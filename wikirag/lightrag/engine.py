@@ -102,8 +102,10 @@ async def open_engine(
     embedding_counter: EmbeddingCounter | None = None,
     embedding_func: Any = None,
     storages: dict[str, str] | None = None,
+    tokenizer: Any = None,
 ) -> AsyncIterator[Any]:
-    """An initialised LightRAG for the config's store and workspace; storages finalised on exit."""
+    """An initialised LightRAG for the config's store and workspace; storages finalised on exit.
+    `tokenizer` replaces tiktoken (retrieval-only engines pass lightrag.readtokens.retrieval_tokenizer())."""
     if os.environ.get("ENTITY_TYPES") is not None:
         raise ConfigError("the ENTITY_TYPES environment variable is set; LightRAG 1.5 refuses to start with it")
     import_lightrag()
@@ -124,7 +126,8 @@ async def open_engine(
             # Part of LightRAG's LLM cache key: switching models never reuses another model's answers.
             llm_model_name=config.llm.model or "none",
             **(lightrag_llm_kwargs(config.llm) if config.llm.model else {}),
-            tokenizer=lightrag_tokenizer(config.index.encoding),
+            # Retrieval without an LLM passes lightrag.readtokens' counter: tiktoken's table is slow to load.
+            tokenizer=tokenizer or lightrag_tokenizer(config.index.encoding),
             chunk_token_size=config.index.chunk_token_size,
             chunk_overlap_token_size=config.index.chunk_overlap_token_size,
             chunking_func=lightrag_chunking_func(),

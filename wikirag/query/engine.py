@@ -117,7 +117,12 @@ class WarmEngine:
         if self._rag is None:
             from wikirag.lightrag.engine import open_engine
 
-            self._rag = await self._stack.enter_async_context(open_engine(self.config, **self.engine_kwargs))
+            kwargs = dict(self.engine_kwargs)
+            if not self.config.llm.model and "tokenizer" not in kwargs:  # no LLM: counts, not tiktoken
+                from wikirag.lightrag.readtokens import retrieval_tokenizer
+
+                kwargs["tokenizer"] = retrieval_tokenizer()
+            self._rag = await self._stack.enter_async_context(open_engine(self.config, **kwargs))
         return self._rag
 
     # --- reading ---

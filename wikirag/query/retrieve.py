@@ -194,6 +194,10 @@ async def query_store(
 
     async with contextlib.AsyncExitStack() as stack:
         if rag is None:
+            if not use_llm and "tokenizer" not in engine_kwargs:
+                from wikirag.lightrag.readtokens import retrieval_tokenizer
+
+                engine_kwargs["tokenizer"] = retrieval_tokenizer()  # no tiktoken load for a context
             rag = await stack.enter_async_context(open_engine(config, llm_func=llm_func, **engine_kwargs))
         if use_llm:
             raw = await rag.aquery_llm(question, param)
