@@ -104,3 +104,28 @@ async def test_every_tool_over_stdio(built_vault):
             assert needle in r.content[0].text, r.content[0].text
         r = await session.call_tool("status", {})
         assert not r.is_error
+
+
+@pytest.mark.anyio
+async def test_watch_keeps_the_served_index_following_the_vault(tmp_path):
+    """`--watch`: a fresh vault is indexed while serving, and a saved edit becomes searchable."""
+    import anyio
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Alpha.md").write_text("# Alpha\n\nThe first note.\n", encoding="utf-8")
+    (vault / "Beta.md").write_text("# Beta\n\nLinks to [[Alpha]].\n", encoding="utf-8")
+    params = _params(vault)
+    params.args.append("--watch")
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        status = (await session.call_tool("status", {})).structured_content
+        assert status["watching"] is True and status["notes"] == 2
+        (vault / "Alpha.md").write_text("# Alpha\n\nA xylophonic melody.\n", encoding="utf-8")
+        found = []
+        with anyio.move_on_after(60):
+            while not found:
+                await anyio.sleep(0.5)
+                r = await session.call_tool("search", {"query": "xylophonic", "mode": "lexical"})
+                found = [h["path"] for h in r.structured_content["hits"]]
+        assert found == ["Alpha.md"]
