@@ -206,7 +206,7 @@ async def query_store(
         # LightRAG returns None or a failure dict on some errors instead of raising.
         if not isinstance(raw, dict) or raw.get("status") == "failure":
             message = raw.get("message") if isinstance(raw, dict) else "LightRAG returned nothing"
-            if not (isinstance(raw, dict) and str(message).startswith("No relevant")):
+            if not (isinstance(raw, dict) and str(message).startswith(("No relevant", "Query returned no results"))):
                 raise QueryFailed(f"query failed: {message}")
             raw = {"data": {}, "metadata": raw.get("metadata")}  # nothing matched: an empty context, not an error
         data = raw.get("data") or {}
