@@ -118,10 +118,12 @@ class WarmEngine:
             from wikirag.lightrag.engine import open_engine
 
             kwargs = dict(self.engine_kwargs)
-            if not self.config.llm.model and "tokenizer" not in kwargs:  # no LLM: counts, not tiktoken
+            if not self.config.llm.model:  # no LLM: count tokens without tiktoken, load what retrieval reads
+                from wikirag.lightrag.engine import CONTEXT_STORAGES
                 from wikirag.lightrag.readtokens import retrieval_tokenizer
 
-                kwargs["tokenizer"] = retrieval_tokenizer()
+                kwargs.setdefault("tokenizer", retrieval_tokenizer())
+                kwargs.setdefault("reading", CONTEXT_STORAGES["graph"])
             self._rag = await self._stack.enter_async_context(open_engine(self.config, **kwargs))
         return self._rag
 

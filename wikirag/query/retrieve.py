@@ -194,10 +194,12 @@ async def query_store(
 
     async with contextlib.AsyncExitStack() as stack:
         if rag is None:
-            if not use_llm and "tokenizer" not in engine_kwargs:
+            if not use_llm:  # a context only: count tokens without tiktoken, load only what retrieval reads
+                from wikirag.lightrag.engine import CONTEXT_STORAGES
                 from wikirag.lightrag.readtokens import retrieval_tokenizer
 
-                engine_kwargs["tokenizer"] = retrieval_tokenizer()  # no tiktoken load for a context
+                engine_kwargs.setdefault("tokenizer", retrieval_tokenizer())
+                engine_kwargs.setdefault("reading", CONTEXT_STORAGES["naive" if mode == "naive" else "graph"])
             rag = await stack.enter_async_context(open_engine(config, llm_func=llm_func, **engine_kwargs))
         if use_llm:
             raw = await rag.aquery_llm(question, param)
