@@ -7,6 +7,7 @@ Everything here reads; the only writer is `watch_vault`, which `wikirag mcp --wa
 
 from __future__ import annotations
 
+import calendar
 import contextlib
 import time
 from dataclasses import dataclass, field
@@ -215,7 +216,7 @@ class WarmEngine:
         finished = last.get("finished_at")
         if not finished:
             return 0
-        since = time.mktime(time.strptime(finished, "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
+        since = calendar.timegm(time.strptime(finished, "%Y-%m-%dT%H:%M:%SZ"))
         root = self.config.vault
         count = 0
         for file in root.rglob("*.md"):
