@@ -38,7 +38,7 @@ from wikirag.query.engine import WarmEngine  # noqa: E402
 from wikirag.settings import load_config  # noqa: E402
 
 MODES = ("naive", "local", "global", "hybrid", "mix")
-SEARCH_MODES = ("mix", "hybrid", "naive", "lexical")
+SEARCH_MODES = ("naive", "mix", "hybrid", "lexical")
 
 
 def _percentile(values: list[float], share: float) -> float:
@@ -79,7 +79,7 @@ def cold(vault: Path, store: Path | None, questions: list[dict], runs: int) -> l
     store_args = ["--store", str(store)] if store else []
     commands = {
         "cold query hybrid": ["query", "{q}", "--vault", str(vault), "-m", "hybrid", "--context-only", "--json"],
-        "cold search mix": ["search", "{q}", "--vault", str(vault), "--json"],
+        "cold search naive": ["search", "{q}", "--vault", str(vault), "--json"],
         "cold search lexical": ["search", "{q}", "--vault", str(vault), "-m", "lexical", "--json"],
     }
     out = []
@@ -104,6 +104,7 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--embedding", choices=["local", "hash"], default="local")
     parser.add_argument("--cold", type=int, default=5, help="questions timed in fresh processes (0: skip)")
+    parser.add_argument("--skip-warm", action="store_true", help="time cold starts only")
     args = parser.parse_args()
     engine_kwargs = {}
     if args.embedding == "hash":
@@ -116,9 +117,10 @@ def main() -> None:
         print(f"indexing {args.vault} first …")
         run_index(config, **engine_kwargs)
     print(f"{args.vault.name}: {len(questions)} questions; recall@{args.k} and MRR of the expected notes")
-    print(f"{'warm':22} {'recall@k':>9} {'MRR':>6} {'median ms':>10} {'p95 ms':>8}")
-    for name, recall, mrr, median, p95 in asyncio.run(warm(config, questions, args.k, engine_kwargs)):
-        print(f"{name:22} {recall:9.3f} {mrr:6.3f} {median:10.1f} {p95:8.1f}")
+    if not args.skip_warm:
+        print(f"{'warm':22} {'recall@k':>9} {'MRR':>6} {'median ms':>10} {'p95 ms':>8}")
+        for name, recall, mrr, median, p95 in asyncio.run(warm(config, questions, args.k, engine_kwargs)):
+            print(f"{name:22} {recall:9.3f} {mrr:6.3f} {median:10.1f} {p95:8.1f}")
     if args.cold and args.embedding == "local":
         print(f"{'cold (new process)':22} {'median ms':>10} {'max ms':>8}")
         for name, median, worst in cold(args.vault, args.store, questions, args.cold):

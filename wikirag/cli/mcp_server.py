@@ -193,9 +193,9 @@ def build_server(config: WikiragConfig, *, watch: bool = False, llm_func: Any = 
         query: Annotated[str, Field(min_length=1, description="Keywords or a question")],
         ctx: Context,
         limit: Annotated[int, Field(ge=1, le=50, description="How many notes")] = 10,
-        mode: Annotated[Literal["mix", "hybrid", "local", "global", "naive", "lexical"],
+        mode: Annotated[Literal["naive", "mix", "hybrid", "local", "global", "lexical"],
                         Field(description="LightRAG retrieval fused with BM25 and names; lexical: BM25 + names only")]
-        = "mix",
+        = "naive",
     ) -> SearchOut:
         """Find notes: ranked notes with their best passages (BM25 + names + LightRAG, fused). No LLM call."""
         result = await guarded(engine_of(ctx).search(query, limit=limit, mode=mode))

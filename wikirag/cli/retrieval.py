@@ -24,8 +24,8 @@ def search(
     ] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=100, help="How many notes.")] = 10,
     mode: Annotated[
-        str, typer.Option("--mode", "-m", help="mix, hybrid, local, global, naive (LightRAG + BM25) or lexical.")
-    ] = "mix",
+        str, typer.Option("--mode", "-m", help="naive, mix, hybrid, local, global (LightRAG + BM25) or lexical.")
+    ] = "naive",
     store: StoreOpt = None,
     config_file: ConfigOpt = None,
     as_json: JsonOpt = False,
@@ -33,7 +33,8 @@ def search(
     """Find notes: ranked notes with their best passages. No LLM call.
 
     BM25 over the notes' text, the notes named in the query (titles, aliases) and LightRAG's retrieval in
-    the chosen mode, fused by reciprocal rank. `--mode lexical` skips the embedding model: fastest start.
+    the chosen mode (default naive: vector search over chunks, which loads no graph), fused by reciprocal
+    rank. `--mode lexical` skips the embedding model: the fastest start.
 
     Example:
 
@@ -44,7 +45,7 @@ def search(
     from wikirag.query.retrieve import find_vault
 
     async def run() -> object:
-        async with WarmEngine(config) as engine:
+        async with WarmEngine(config, graph=mode not in ("naive", "lexical")) as engine:
             return await engine.search(text, limit=limit, mode=mode)
 
     try:

@@ -70,8 +70,10 @@ class StoreStatus:
 class WarmEngine:
     """Use as `async with WarmEngine(config) as engine:`; every method is safe to call many times."""
 
-    def __init__(self, config: WikiragConfig, **engine_kwargs: Any) -> None:
+    def __init__(self, config: WikiragConfig, *, graph: bool = True, **engine_kwargs: Any) -> None:
+        """`graph=False` serves `naive`/`lexical` only and loads no graph storages (a cold CLI search)."""
         self.config = config
+        self.graph = graph
         self.engine_kwargs = engine_kwargs
         self.watching = False
         self._stack = contextlib.AsyncExitStack()
@@ -124,13 +126,15 @@ class WarmEngine:
                 from wikirag.lightrag.readtokens import retrieval_tokenizer
 
                 kwargs.setdefault("tokenizer", retrieval_tokenizer())
-                kwargs.setdefault("reading", CONTEXT_STORAGES["graph"])
+                kwargs.setdefault("reading", CONTEXT_STORAGES["graph" if self.graph else "naive"])
             self._rag = await self._stack.enter_async_context(open_engine(self.config, **kwargs))
         return self._rag
 
     # --- reading ---
-    async def search(self, query: str, limit: int = 10, mode: str = "mix") -> SearchResult:
+    async def search(self, query: str, limit: int = 10, mode: str = "naive") -> SearchResult:
         notes = self.notes
+        if not self.graph and mode not in ("naive", "lexical"):
+            raise QueryFailed(f"this engine was opened without the graph; mode {mode!r} needs it")
         rag = None if mode == "lexical" else await self.rag()
         return await search_notes(self.config, query, notes=notes, lexical=self._lexical, limit=limit, mode=mode,
                                   rag=rag)
@@ -212,20 +216,24 @@ class WarmEngine:
         )
 
     def _stale(self, last: dict[str, Any], notes: NoteTable) -> int:
-        """Notes added or saved after the last run finished (a walk of file stat data, no reads)."""
+        """Notes saved, added or deleted since the last run finished (stat data only, no reads)."""
+        from wikirag.vault.ignore import IgnoreRules
+
         finished = last.get("finished_at")
         if not finished:
             return 0
-        since = calendar.timegm(time.strptime(finished, "%Y-%m-%dT%H:%M:%SZ"))
+        since = calendar.timegm(time.strptime(finished, "%Y-%m-%dT%H:%M:%SZ")) + 1
+        rules, _issues = IgnoreRules.for_vault(self.config.vault, self.config.exclude)
         root = self.config.vault
-        count = 0
+        seen, count = set(), 0
         for file in root.rglob("*.md"):
             rel = file.relative_to(root).as_posix()
-            if rel.startswith(".") or "/." in rel:
+            if rules.ignored(rel) or rel.startswith(".") or "/." in rel:
                 continue
+            seen.add(rel)
             try:
-                if rel not in notes.notes or file.stat().st_mtime > since + 1:
+                if file.stat().st_mtime > since:
                     count += 1
             except OSError:
                 continue
-        return count
+        return count + sum(1 for path in notes.notes if path not in seen)
