@@ -48,7 +48,7 @@ import pytest
 from aiohttp import web
 
 from tests.fakes import FakeLLM, hashing_embed
-from wikirag.tokens import get_encoding
+from wikirag.lightrag.tokens import get_encoding
 
 Messages = list[dict[str, str]]  # [{"role": ..., "content": plain text}], an Anthropic system as role "system"
 Answer = Callable[[Messages], "str | Awaitable[str]"]

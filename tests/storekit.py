@@ -40,49 +40,67 @@ class HashEmbedding:
         return EmbeddingFunc(embedding_dim=DIM, func=self, model_name="hash-test")
 
 
+# Fields that record when or in what order something was written, not what the index holds.
+VOLATILE = {"create_time", "update_time", "created_at", "__created_at__", "__write_seq__", "_id", "truncate"}
+
+
+def _stored(record: dict) -> dict:
+    """A stored record without its write-time fields; `<SEP>`-joined lists compared as sets."""
+    out = {}
+    for key, value in record.items():
+        if key in VOLATILE:
+            continue
+        if key in {"source_id", "file_path"} and isinstance(value, str):
+            value = sorted(v for v in value.split("<SEP>") if v)
+        elif key in {"chunk_ids", "llm_cache_list"} and isinstance(value, list):
+            value = sorted(value)
+        elif key == "vector":
+            continue  # compared from the matrix, rounded (see _vectors)
+        out[key] = value
+    return out
+
+
 def snapshot(config: WikiragConfig) -> dict:
-    """Everything an index holds, in a comparable form (file stores): graph, chunks, vector ids,
-    chunk trackers and the ledger's per-note contributions."""
+    """Everything an index holds, in a comparable form (file stores): every field of the graph's nodes and
+    edges, of the chunk, tracker and vector records (vectors rounded), and the ledger's per-note
+    contributions. Only write times and write order are left out."""
+    import base64
+
     import networkx as nx
 
     ws = config.workspace_dir
     graph = nx.read_graphml(ws / "graph_chunk_entity_relation.graphml")
-
-    def sources(value: str) -> list[str]:
-        return sorted(v for v in str(value).split("<SEP>") if v)
-
-    nodes = {
-        n: {"type": d.get("entity_type"), "description": d.get("description"),
-            "source_id": sources(d.get("source_id", "")), "file_path": sources(d.get("file_path", ""))}
-        for n, d in graph.nodes(data=True)
-    }
-    edges = {
-        tuple(sorted((u, v))): {"description": d.get("description"), "keywords": d.get("keywords"),
-                                "weight": float(d.get("weight", 0)),
-                                "source_id": sources(d.get("source_id", "")),
-                                "file_path": sources(d.get("file_path", ""))}
-        for u, v, d in graph.edges(data=True)
-    }
+    nodes = {n: _stored(d) for n, d in graph.nodes(data=True)}
+    edges = {tuple(sorted((u, v))): _stored(d) for u, v, d in graph.edges(data=True)}
+    for edge in edges.values():
+        edge["weight"] = float(edge.get("weight", 0))
 
     def kv(name: str) -> dict:
         path = ws / f"kv_store_{name}.json"
-        return json.loads(path.read_text()) if path.exists() else {}
+        return {k: _stored(v) for k, v in json.loads(path.read_text()).items()} if path.exists() else {}
 
-    def vdb_ids(name: str) -> list[str]:
+    def vdb(name: str) -> dict:
         path = ws / f"vdb_{name}.json"
-        return sorted(r["__id__"] for r in json.loads(path.read_text())["data"]) if path.exists() else []
+        if not path.exists():
+            return {}
+        data = json.loads(path.read_text())
+        matrix = np.frombuffer(base64.b64decode(data["matrix"]), dtype=np.float32).reshape(-1, data["embedding_dim"])
+        return {r["__id__"]: {**_stored(r), "vector": tuple(np.round(matrix[i], 3).tolist())}
+                for i, r in enumerate(data["data"])}
 
-    chunks = {k: (v["content"], v["file_path"]) for k, v in kv("text_chunks").items()}
+    chunks = kv("text_chunks")
+    for chunk in chunks.values():
+        chunk.pop("llm_cache_list", None)  # which cached answers a chunk used depends on the run's history
     ledger = json.loads((ws / "wikirag_ledger.json").read_text())
     return {
         "nodes": nodes,
         "edges": edges,
         "chunks": chunks,
-        "vdb_chunks": vdb_ids("chunks"),
-        "vdb_entities": vdb_ids("entities"),
-        "vdb_relationships": vdb_ids("relationships"),
-        "entity_chunks": {k: sorted(v["chunk_ids"]) for k, v in kv("entity_chunks").items()},
-        "relation_chunks": {k: sorted(v["chunk_ids"]) for k, v in kv("relation_chunks").items()},
+        "vdb_chunks": vdb("chunks"),
+        "vdb_entities": vdb("entities"),
+        "vdb_relationships": vdb("relationships"),
+        "entity_chunks": kv("entity_chunks"),
+        "relation_chunks": kv("relation_chunks"),
         "ledger_notes": {p: {k: e[k] for k in ("digest", "signature", "chunk_ids", "entities", "relations")}
                          for p, e in ledger["notes"].items()},
         "pending": ledger["pending"],

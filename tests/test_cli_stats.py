@@ -51,6 +51,14 @@ def test_json_matches_the_library(tmp_path: Path) -> None:
     assert [b["notes"] for b in data["link_density"]] == [2, 1, 1]  # Beta, Orphan | Alpha | Index
 
 
+def test_stats_honours_the_tomls_exclude_as_index_does(tmp_path: Path) -> None:
+    vault = copy("main-samples", tmp_path)
+    everything = stats_json(vault)["notes"]
+    (vault / "wikirag.toml").write_text('exclude = ["Orphan.md"]\n')
+    assert stats_json(vault)["notes"] == everything - 1
+    assert stats_json(vault, "--exclude", "Alpha.md")["notes"] == everything - 2  # flag and toml add up
+
+
 def test_counts_on_the_tie_break_vault(tmp_path: Path) -> None:
     data = stats_json(copy("same-name-different-folders", tmp_path))
     assert data["duplicate_name_groups"] == 3  # Note, Twin, Linker

@@ -62,7 +62,7 @@ def test_extract_routed_notes_see_their_hint_on_every_chunk(vault, tmp_path):
     assert all(HINT_TITLE in c.prompt for c in extract_calls)
     snap = snapshot(config)
     # the stored (embedded, retrieved) chunk text is the note's own text, never the hint
-    assert not any(HINT_TITLE in content for content, _ in snap["chunks"].values())
+    assert not any(HINT_TITLE in chunk["content"] for chunk in snap["chunks"].values())
     ledger = Ledger.load(config.workspace_dir)
     assert all(ledger.notes[p].status == "indexed" for p in routed)
     # extracted entities are in the graph, carrying the note they came from
@@ -70,6 +70,31 @@ def test_extract_routed_notes_see_their_hint_on_every_chunk(vault, tmp_path):
     assert extracted
     assert all(f.file_path in snap["nodes"][f.name]["file_path"] for f in extracted)
     assert report.llm_calls == len(llm.calls)
+
+
+def test_a_prompt_that_lost_its_hint_stops_the_run(vault, tmp_path, monkeypatch):
+    """If a LightRAG upgrade moved the input-text block, no extraction may go out without its hint."""
+    from wikirag.lightrag import hinting
+
+    config = config_for(vault, tmp_path / "store")
+    monkeypatch.setattr(hinting, "_INPUT_FENCE", "---Input Text (moved)---\n")
+    llm = FakeLLM(keep_prompts=True)
+    with pytest.raises(hinting.HintNotApplied, match="refusing to extract without it"):
+        index(config, llm)
+    assert not any(HINT_TITLE in c.prompt for c in llm.calls)
+
+
+def test_every_extraction_prompt_counts_as_hinted(vault, tmp_path, monkeypatch):
+    from wikirag.index import run
+
+    made = []
+    original = run.hinting_llm
+    monkeypatch.setattr(run, "hinting_llm", lambda *a, **k: made.append(original(*a, **k)) or made[-1])
+    config = config_for(vault, tmp_path / "store")
+    llm = FakeLLM(keep_prompts=True)
+    index(config, llm)
+    asked = [c for c in llm.calls if c.kind in ("extract", "glean")]
+    assert asked and made[0].hinted == len(asked)
 
 
 def test_without_an_llm_extract_notes_wait_as_pending(vault, tmp_path):
@@ -155,7 +180,56 @@ def test_llm_names_matching_an_alias_become_that_notes_entity(tmp_path):
     assert "Turing" not in nodes
     assert "Essay.md" in nodes["Alan Turing"]["file_path"]
     assert any("'Turing' -> 'Alan Turing' (alias)" in m for m in report.entity_merges)
-    assert nodes["Alan Turing"]["type"] == "person"  # the frontmatter type wins over the LLM's
+    assert nodes["Alan Turing"]["entity_type"] == "person"  # the frontmatter type wins over the LLM's
+
+
+class EchoesExamples(FakeLLM):
+    """Names LightRAG's own prompt examples (Tokyo, Noah Carter) and an invented firm in every answer."""
+
+    def extraction(self, text: str) -> str:
+        d = self.tuple_delimiter
+        lines = [f"entity{d}{name}{d}{kind}{d}{name} is mentioned." for name, kind in
+                 (("Tokyo", "location"), ("Noah Carter", "person"), ("Xanadu Holdings", "organization"))]
+        return "\n".join([*lines, self.completion])
+
+
+def test_a_prompt_example_name_is_dropped_only_when_the_text_does_not_name_it(tmp_path, monkeypatch):
+    from wikirag.index import planning
+
+    # LightRAG 1.5.7's examples are placeholders only; earlier versions' examples named real entities.
+    monkeypatch.setattr(planning, "prompt_example_names", lambda: frozenset({"Tokyo", "Noah Carter", "<entity_name>"}))
+    vault = tmp_path / "v"
+    vault.mkdir()
+    (vault / "Trip.md").write_text("---\nwikirag: extract\n---\nIn spring we flew to Tokyo for the conference.\n")
+    (vault / "Other.md").write_text("---\nwikirag: extract\n---\nA quiet week at home with the garden.\n")
+    config = config_for(vault, tmp_path / "store")
+    report = index(config, EchoesExamples())
+    nodes = snapshot(config)["nodes"]
+    assert "Trip.md" in nodes["Tokyo"]["file_path"] and "Other.md" not in nodes["Tokyo"]["file_path"]
+    assert "Noah Carter" not in nodes and "Xanadu Holdings" not in nodes
+    # the two filters are told apart in the report
+    assert "Other.md: 'Tokyo' (LightRAG prompt example)" in report.entities_dropped
+    assert "Trip.md: 'Noah Carter' (LightRAG prompt example)" in report.entities_dropped
+    assert "Trip.md: 'Xanadu Holdings' (not found in the text)" in report.entities_dropped
+
+
+def test_a_folder_type_and_the_llms_type_meet_for_a_fuzzy_merge(tmp_path):
+    vault = tmp_path / "v"
+    (vault / "people").mkdir(parents=True)
+    (vault / "people" / "Gordon Welchman.md").write_text("Head of Hut 6.\n")  # type "people", from its folder
+    (vault / "Essay.md").write_text("---\nwikirag: extract\n---\nGordon Welchmann ran Hut 6 in the war.\n")
+
+    class SaysPerson(FakeLLM):
+        def extraction(self, text: str) -> str:
+            d = self.tuple_delimiter
+            return "\n".join([f"entity{d}Gordon Welchmann{d}Person{d}Ran Hut 6.", self.completion])
+
+    config = config_for(vault, tmp_path / "store")
+    report = index(config, SaysPerson())
+    nodes = snapshot(config)["nodes"]
+    assert "Gordon Welchmann" not in nodes
+    assert "Essay.md" in nodes["Gordon Welchman"]["file_path"]
+    assert any("'Gordon Welchmann' -> 'Gordon Welchman' (fuzzy)" in m for m in report.entity_merges)
 
 
 def test_a_budget_extracts_what_fits_and_leaves_the_rest_pending(vault, tmp_path):

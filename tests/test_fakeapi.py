@@ -12,8 +12,8 @@ import pytest
 
 from tests import fakeapi
 from tests.fakeapi import FakeAPI
-from wikirag.cost import CostSettings, render_extraction_prompts
-from wikirag.engine import import_lightrag
+from wikirag.lightrag.guard import import_lightrag
+from wikirag.plan.cost_settings import CostSettings, render_extraction_prompts
 
 import_lightrag()
 from lightrag.prompt import PROMPTS  # noqa: E402

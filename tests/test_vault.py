@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from wikirag.errors import VaultNotFound
-from wikirag.vault.ignore import IgnoreRules, glob_to_regex
+from wikirag.vault.ignore import IgnoreRules
 from wikirag.vault.links import LinkIndex
 from wikirag.vault.model import Vault
 from wikirag.vault.read import read_note, scan_vault
@@ -89,8 +89,8 @@ def test_missing_vault_raises(tmp_path: Path) -> None:
         ("[!ab].md", "a.md", False),
     ],
 )
-def test_glob_to_regex(pattern: str, path: str, matches: bool) -> None:
-    assert bool(glob_to_regex(pattern).match(path)) is matches
+def test_exclude_glob_rules(pattern: str, path: str, matches: bool) -> None:
+    assert IgnoreRules(exclude=[pattern]).file_ignored(path) is matches
 
 
 def test_exclude_globs(tmp_path: Path) -> None:

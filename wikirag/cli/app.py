@@ -62,8 +62,9 @@ def stats(
     from wikirag.vault.stats import compute_stats
 
     try:
-        result = compute_stats(Vault.load(vault, exclude or ()))
-        graph = store_graph_stats(build_config(vault, store=store))
+        config = build_config(vault, store=store, exclude=exclude)  # the toml's `exclude` counts too
+        result = compute_stats(Vault.load(vault, config.exclude))
+        graph = store_graph_stats(config)
     except WikiragError as exc:
         fail(str(exc))
     err = Console(stderr=True, soft_wrap=True, highlight=False)
@@ -214,27 +215,30 @@ def watch(
         wikirag watch ~/Notes
         wikirag watch ~/Notes --json | jq .notes_changed
     """
-    from wikirag.cli.render import watch_status
-    from wikirag.index.watch import watch_vault
+    from wikirag.cli.render import watch_lines, watch_status
+    from wikirag.index.watch import stop_on_signals, watch_vault
 
     try:
         config = build_config(vault, store=store, config_file=config_file, exclude=exclude, llm=llm)
-        if as_json:
-            def emit(item: object) -> None:
-                typer.echo(json.dumps(asdict(item), ensure_ascii=False))
+        with stop_on_signals() as stop:  # SIGTERM and Ctrl-C: finish or stop between batches, exit 0
+            if as_json:
+                def emit(item: object) -> None:
+                    typer.echo(json.dumps(asdict(item), ensure_ascii=False))
 
-            asyncio.run(watch_vault(config, quiet_seconds=quiet_seconds, on_batch=emit, on_initial=emit))
-        else:
-            console = Console(stderr=True)
-            with Live(watch_status(None, str(vault), 0), console=console, refresh_per_second=4) as live:
-                asyncio.run(watch_vault(
-                    config, quiet_seconds=quiet_seconds,
-                    on_initial=lambda r: console.print(f"indexed {r.notes_indexed} of {r.notes_total} notes "
-                                                       f"in {r.seconds:.2f} s; watching for changes"),
-                    on_batch=lambda b: (live.update(watch_status(b, str(vault), 0)),
-                                        [console.print(issue) for issue in b.issues]),
-                ))
-    except KeyboardInterrupt:
+                asyncio.run(watch_vault(config, quiet_seconds=quiet_seconds, on_batch=emit, on_initial=emit,
+                                        stop=stop))
+            else:
+                console = Console(stderr=True)
+                with Live(watch_status(None, str(vault), 0), console=console, refresh_per_second=4) as live:
+                    asyncio.run(watch_vault(
+                        config, quiet_seconds=quiet_seconds, stop=stop,
+                        on_initial=lambda r: console.print(f"indexed {r.notes_indexed} of {r.notes_total} notes "
+                                                           f"in {r.seconds:.2f} s; watching for changes"),
+                        on_batch=lambda b: (live.update(watch_status(b, str(vault), 0)),
+                                            [console.print(line) for line in watch_lines(b)]),
+                    ))
+        stderr_console().print("stopped; the next start catches up with anything changed meanwhile")
+    except KeyboardInterrupt:  # a second Ctrl-C while stopping
         stderr_console().print("stopped; the next start catches up with anything changed meanwhile")
     except WikiragError as exc:
         fail(str(exc))

@@ -5,6 +5,7 @@ records it touches and the store always equals a fresh index.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -22,6 +23,42 @@ def _unique(items: Iterable[str]) -> list[str]:
 
 _TYPE_PRIORITY = {0: 0, 2: 1, 1: 2}  # fragment rank -> whose type wins
 
+# LightRAG summarises a description past `summary_max_tokens` (1,200 in 1.5.x) with an LLM. Without one,
+# a description is kept within that budget instead: an entity linked from hundreds of daily notes would
+# otherwise carry hundreds of sentences into every prompt that retrieves it. The ledger keeps every fragment.
+DESCRIPTION_BUDGET_TOKENS = 1200
+_WORD = re.compile(r"\w+", re.UNICODE)
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+
+
+def approx_tokens(text: str) -> int:
+    """A tokenizer-free estimate: one token per CJK character, one per four other characters."""
+    cjk = len(_CJK.findall(text))
+    return cjk + (len(text) - cjk + 3) // 4
+
+
+def bounded(descriptions: list[str], budget: int = DESCRIPTION_BUDGET_TOKENS) -> list[str]:
+    """The first description (the note's own, or the first mention), then the most informative of the rest
+    (most words not said yet; near-repeats skipped) while they fit the token budget. Independent of order."""
+    if sum(approx_tokens(d) for d in descriptions) <= budget:
+        return descriptions
+    first, rest = descriptions[0], descriptions[1:]
+    said = {w.casefold() for w in _WORD.findall(first)}
+    scored = sorted(rest, key=lambda d: (-len({w.casefold() for w in _WORD.findall(d)} - said), d))
+    kept, used = [first], approx_tokens(first)
+    for text in scored:
+        words = {w.casefold() for w in _WORD.findall(text)}
+        new = words - said
+        if not new or len(new) < 0.2 * len(words):
+            continue  # says (almost) nothing the kept ones do not
+        cost = approx_tokens(text)
+        if used + cost > budget:
+            continue
+        kept.append(text)
+        used += cost
+        said |= words
+    return kept
+
 
 def merge_entity(name: str, fragments: list[EntityFragment]) -> dict[str, Any]:
     """The graph node for `name` from every fragment that mentions it, independent of input order."""
@@ -30,7 +67,7 @@ def merge_entity(name: str, fragments: list[EntityFragment]) -> dict[str, Any]:
     # what a link alone can say (unresolved, attachment).
     typed = sorted((f for f in ordered if f.type), key=lambda f: (_TYPE_PRIORITY.get(f.rank, 3), f.file_path))
     entity_type = typed[0].type if typed else "unknown"
-    descriptions = _unique(f.description for f in ordered)
+    descriptions = bounded(_unique(f.description for f in ordered))
     if entity_type == UNRESOLVED_TYPE and descriptions:
         descriptions = [f"{name} has no note in the vault yet; it is mentioned in: " + descriptions[0],
                         *descriptions[1:]]
@@ -54,7 +91,7 @@ def merge_relation(key: tuple[str, str], fragments: list[RelationFragment]) -> d
     return {
         "src_id": key[0],
         "tgt_id": key[1],
-        "description": "\n".join(_unique(d for f in ordered for d in f.description.split("\n"))),
+        "description": "\n".join(bounded(_unique(d for f in ordered for d in f.description.split("\n")))),
         "keywords": ", ".join(_unique(k for f in ordered for k in f.keywords)) or "link",
         "source_id": SEP.join(chunk_ids),
         # LightRAG requires weight >= distinct source chunks; each link occurrence counts once.

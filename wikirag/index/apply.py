@@ -6,6 +6,7 @@ to redo. Extract-routed notes then go through LightRAG's extraction with their h
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from wikirag.graph.contribution import note_contribution
@@ -13,18 +14,19 @@ from wikirag.graph.hygiene import EntityNames, HygieneLog
 from wikirag.graph.merge import merge_entity, merge_relation
 from wikirag.graph.records import NoteContribution
 from wikirag.index.extract import extract_note, purge_cached_extractions
-from wikirag.index.ledger import Ledger, NoteEntry, Pending
+from wikirag.index.ledger import Ledger, NoteEntry, Pending, chunks_digest
 from wikirag.index.manifest import drop_manifest
 from wikirag.index.planning import Plan, entity_names_table, stable_digest
 from wikirag.index.report import IndexReport, Progress
-from wikirag.lightrag.hinting import HintingLLM
+from wikirag.lightrag.hinting import HintingLLM, HintNotApplied
 from wikirag.lightrag.tokens import lightrag_tokenizer
 from wikirag.lightrag.writer import StoreWriter
 from wikirag.settings import WikiragConfig
 
 
 async def run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: WikiragConfig,
-                    report: IndexReport, progress: Progress, hinting: HintingLLM | None) -> None:
+                    report: IndexReport, progress: Progress, hinting: HintingLLM | None,
+                   should_stop: Callable[[], bool] | None = None) -> None:
     tokenizer = lightrag_tokenizer(config.index.encoding)
     drop_manifest(config.workspace_dir)  # the store is about to change (watch runs come here too)
     # Finish what a crashed run promised before anything new.
@@ -38,7 +40,11 @@ async def run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: Wiki
     table = entity_names_table(plan.vault, plan.names, config.index.default_note_type) if hinting else None
     batch_size = max(1, config.index.batch_size)
     todo = plan.to_process
+    done = 0
     for start in range(0, len(todo), batch_size):
+        if should_stop is not None and should_stop():
+            report.interrupted = True  # between batches the store and ledger agree: the rest waits
+            break
         batch = todo[start : start + batch_size]
         # Phase 1: structure (chunks, note entity, link relations) for every note of the batch.
         pending = Pending()
@@ -74,7 +80,8 @@ async def run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: Wiki
             ledger.save()
             await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report)
         progress("index", min(start + batch_size, len(todo)), len(todo))
-    report.notes_indexed = len(todo)
+        done += len(batch)
+    report.notes_indexed = done
     report.notes_injected = sum(1 for p in todo if plan.decisions[p].route == "inject")
 
 
@@ -91,6 +98,8 @@ async def extract_one(rag: Any, hinting: HintingLLM, plan: Plan, path: str, cont
     log = HygieneLog()
     try:
         result = await extract_note(rag, hinting, path, contribution.doc_id, contribution.chunks, hint, table, log)
+    except HintNotApplied:
+        raise  # not this note's problem: every extraction would go out without its hint
     except Exception as exc:  # the LLM failed after its retries: the note waits, the run goes on
         entry.status, entry.error = "pending_extraction", f"{type(exc).__name__}: {exc}"[:300]
         report.issues.append(f"{path}: extraction failed, will retry: {entry.error}")
@@ -130,7 +139,9 @@ def pending_for(old: NoteEntry | None, new: NoteContribution | None) -> Pending:
     relations = {tuple(sorted((f.src, f.tgt))) for f in (old.relations if old else [])}
     relations |= {tuple(sorted((f.src, f.tgt))) for f in (new.relations if new else [])}
     return Pending(
-        chunk_notes={new.path} if new and (new_chunks - old_chunks) else set(),
+        # chunk ids hash the text alone: a new title changes the headings stored with the same ids
+        chunk_notes={new.path} if new and (new_chunks - old_chunks or old is None
+                                           or old.chunk_digest != chunks_digest(new)) else set(),
         delete_chunks=old_chunks - new_chunks,
         entities=entities,
         relations=relations,

@@ -86,12 +86,14 @@ def _clean(maybe_nodes: dict[str, list[dict]], maybe_edges: dict[Any, list[dict]
         for record in records:
             chunk_id = record.get("source_id", "")
             entity_type = str(record.get("entity_type") or "unknown").lower()
-            if names.is_example(name):
-                log.dropped.append(f"{path}: {name!r} (LightRAG prompt example)")
+            if names.is_placeholder(name):
+                log.dropped.append(f"{path}: {name!r} (prompt placeholder)")
                 continue
             canonical, how = names.canonical(name, entity_type)
             if not names.grounded(name, canonical, texts.get(chunk_id, ""), hint):
-                log.dropped.append(f"{path}: {name!r} (not found in the text)")
+                # A prompt example ("Tokyo") is an echo only when the text does not name it.
+                why = "LightRAG prompt example" if names.is_example(name) else "not found in the text"
+                log.dropped.append(f"{path}: {name!r} ({why})")
                 continue
             if how:
                 log.merges.append(f"{path}: {name!r} -> {canonical!r} ({how})")
@@ -107,7 +109,8 @@ def _clean(maybe_nodes: dict[str, list[dict]], maybe_edges: dict[Any, list[dict]
                 canonical = kept.get(end)
                 if canonical is None:
                     canonical, _how = names.canonical(end, "")
-                    if names.is_example(end) or not names.grounded(end, canonical, texts.get(chunk_id, ""), hint):
+                    if names.is_placeholder(end) or not names.grounded(end, canonical, texts.get(chunk_id, ""),
+                                                                       hint):
                         break
                     # an endpoint the LLM named only in a relation still needs a node
                     out.entities.append(EntityFragment(canonical, None, "", [chunk_id] if chunk_id else [],

@@ -14,6 +14,8 @@ folder (temp file, fsync, rename), or tables in the PostgreSQL database that hol
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +39,7 @@ class NoteEntry:
     aliases: list[str] = field(default_factory=list)  # read by query's keyword matching
     tags: list[str] = field(default_factory=list)
     chunk_ids: list[str] = field(default_factory=list)
+    chunk_digest: str = ""  # every stored field of the chunks (ids hash content only; headings carry the title)
     entities: list[EntityFragment] = field(default_factory=list)
     relations: list[RelationFragment] = field(default_factory=list)
     error: str | None = None
@@ -46,8 +49,15 @@ class NoteEntry:
     @classmethod
     def from_contribution(cls, digest: str, signature: str, c: NoteContribution, **extra: Any) -> NoteEntry:
         return cls(digest, signature, doc_id=c.doc_id, entity=c.entity,
-                   chunk_ids=[ch.id for ch in c.chunks], entities=list(c.entities),
+                   chunk_ids=[ch.id for ch in c.chunks], chunk_digest=chunks_digest(c), entities=list(c.entities),
                    relations=list(c.relations), **extra)
+
+
+def chunks_digest(contribution: NoteContribution) -> str:
+    """A hash of what the store keeps of a note's chunks: ids, text, order, tokens, heading and path."""
+    fields = [(c.id, c.order, c.tokens, c.heading) for c in contribution.chunks]
+    payload = json.dumps([contribution.path, fields], ensure_ascii=False, sort_keys=True, default=str)
+    return hashlib.sha1(payload.encode("utf-8")).hexdigest()
 
 
 @dataclass

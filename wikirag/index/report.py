@@ -48,6 +48,7 @@ class IndexReport:
     llm_input_tokens: int = 0
     llm_output_tokens: int = 0
     recovered_pending: bool = False
+    interrupted: bool = False  # stopped between note batches (SIGTERM, Ctrl-C in watch); the rest waits
     entity_merges: list[str] = field(default_factory=list)  # LLM names merged into known entities
     entities_dropped: list[str] = field(default_factory=list)  # LLM entities not grounded in the text
     seconds: float = 0.0

@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from wikirag.errors import ConfigError, LLMNotConfigured, StoreLocked
+from wikirag.lightrag.answers import forget_answers, keep_answers
 from wikirag.lightrag.embeddings import EMBEDDING_PROVIDERS, EmbeddingCounter, EmbeddingSpec, make_embedding_func
 from wikirag.lightrag.guard import import_lightrag
 from wikirag.lightrag.storages import lightrag_environment, lightrag_storage_kwargs
@@ -149,10 +150,13 @@ async def open_engine(
                 raise
             raise problem from None
         try:
+            if reading is None:  # a reader loads no LLM cache: nothing to journal
+                await keep_answers(rag, config.workspace_dir)
             yield rag
         finally:
             if reading is None:
                 await rag.finalize_storages()
+                forget_answers(rag)  # finalising wrote LightRAG's cache file: the journal is redundant
             else:
                 await _finalize_some(rag, reading)
     finally:

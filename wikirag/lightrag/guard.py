@@ -1,36 +1,48 @@
-"""The one way wikirag imports LightRAG: away from a stray `.env`.
+"""The one way wikirag imports LightRAG: with its `.env` loading switched off.
 
-LightRAG loads `.env` from the current folder when `lightrag.base` is first imported, which would let a file
-in the vault (or wherever wikirag runs) set API keys, bindings or `ENTITY_TYPES`. Every module in this folder
-calls `import_lightrag()` before its first `from lightrag ...`, so the first import happens in an empty
-temporary folder.
+More than a dozen LightRAG modules call `load_dotenv(".env")` when they are imported (`lightrag.base`,
+`lightrag.lightrag`, the storage modules, the OpenAI binding, ...), some of them lazily, long after the first
+import. A `.env` in the vault or wherever wikirag runs could then set API keys, bindings or `ENTITY_TYPES`
+(which makes LightRAG's constructor exit). Before anything imports LightRAG, `import_lightrag()` wraps
+python-dotenv's `load_dotenv` so that calls made from LightRAG's own modules do nothing; every module in this
+folder calls it before its first `from lightrag ...`. Other callers of `load_dotenv` are unaffected.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
-import os
 import sys
-import tempfile
 from functools import cache
 from types import ModuleType
+from typing import Any
+
+
+def _skip_lightrags_dotenv() -> None:
+    import dotenv
+
+    original = dotenv.load_dotenv
+    if getattr(original, "wikirag_guard", False):
+        return
+
+    @functools.wraps(original)
+    def load_dotenv(*args: Any, **kwargs: Any) -> bool:
+        caller = sys._getframe(1).f_globals.get("__name__", "")
+        if caller == "lightrag" or caller.startswith("lightrag."):
+            return False
+        return original(*args, **kwargs)
+
+    load_dotenv.wikirag_guard = True  # type: ignore[attr-defined]
+    dotenv.load_dotenv = load_dotenv
 
 
 @cache
 def import_lightrag() -> ModuleType:
-    """Import LightRAG without letting it read a stray `.env` from the current folder."""
-    if "lightrag" not in sys.modules:
-        here = os.getcwd()
-        with tempfile.TemporaryDirectory() as neutral:
-            os.chdir(neutral)
-            try:
-                import lightrag  # noqa: F401
-                import lightrag.base  # noqa: F401  (the module that loads .env)
-            finally:
-                os.chdir(here)
+    """Import LightRAG without letting it read a stray `.env`."""
+    _skip_lightrags_dotenv()
+    import lightrag
+
     # LightRAG and its vector DB log every storage step at INFO; wikirag reports its own summary.
     for name in ("lightrag", "nano-vectordb"):
         logging.getLogger(name).setLevel(logging.WARNING)
-    import lightrag
-
     return lightrag

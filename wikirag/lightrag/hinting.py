@@ -10,9 +10,11 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from wikirag.errors import WikiragError
+from wikirag.lightrag.bindings import prompt_openings
+from wikirag.lightrag.guard import import_lightrag
+
 _INPUT_FENCE = "---Input Text---\n```\n"
-
-
 _INPUT_TEXT = re.compile(r"---Input Text---\n```\n(.*)\n```", re.S)
 
 
@@ -36,6 +38,7 @@ class HintingLLM:
         self.llm_func = llm_func
         self.hints: dict[str, str] = {}
         self.calls = 0
+        self.hinted = 0  # extraction and gleaning prompts that went out with their hint
         self.usage: Any = None  # llm.LLMUsage when the function is a configured provider
 
     def __deepcopy__(self, memo: dict) -> HintingLLM:
@@ -51,13 +54,36 @@ class HintingLLM:
         if text is None and history:  # gleaning: the chunk is in the replayed first prompt
             text = input_text(str(history[0].get("content", "")))
         hint = self.hints.get(text) if text is not None else None
+        applied = False
         if hint:
             if _INPUT_FENCE in prompt:
-                prompt = with_hint(prompt, hint)
-            history = [
-                {**m, "content": with_hint(m["content"], hint)}
-                if m.get("role") == "user" and _INPUT_FENCE in str(m.get("content", "")) else m
-                for m in history
-            ]
+                prompt, applied = with_hint(prompt, hint), True
+            for i, message in enumerate(history):  # gleaning replays the first prompt as history
+                if message.get("role") == "user" and _INPUT_FENCE in str(message.get("content", "")):
+                    history[i], applied = {**message, "content": with_hint(message["content"], hint)}, True
+        if applied:
+            self.hinted += 1
+        elif self.hints and _extraction_kind(prompt, history):
+            # A LightRAG upgrade that moved the input text or its fence would silently send every
+            # extract-routed chunk without its hint: the run stops instead.
+            raise HintNotApplied(
+                "LightRAG's extraction prompt no longer has the input-text block wikirag puts the link hint "
+                f"before (lightrag {_lightrag_version()}); refusing to extract without it"
+            )
         return await self.llm_func(prompt, system_prompt=system_prompt, history_messages=history, **kwargs)
 
+
+class HintNotApplied(WikiragError):
+    """An extraction prompt for a hinted chunk went out without its hint (LightRAG's prompt changed)."""
+
+
+def _extraction_kind(prompt: str, history: list[dict[str, Any]]) -> bool:
+    """True for LightRAG's extraction and gleaning prompts (by their fixed opening lines)."""
+    openings = prompt_openings()
+    first = str(history[0].get("content", "")) if history else ""
+    return any(o and (prompt.startswith(o) or first.startswith(o)) for k, o in openings.items()
+               if k in ("extract", "glean"))
+
+
+def _lightrag_version() -> str:
+    return str(getattr(import_lightrag(), "__version__", "unknown"))

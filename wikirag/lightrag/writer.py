@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from wikirag.lightrag.answers import flush_answers
 from wikirag.lightrag.guard import import_lightrag
 from wikirag.lightrag.ids import SEP, md5_id
 
@@ -132,4 +133,5 @@ class StoreWriter:
                         rag.entity_chunks, rag.relation_chunks, rag.chunk_entity_relation_graph):
             if storage is not None:
                 await storage.index_done_callback()
+        await flush_answers(rag)  # the LLM cache too: answers paid for in this batch are on disk now
 

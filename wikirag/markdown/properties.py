@@ -68,9 +68,6 @@ def split_frontmatter(text: str) -> tuple[FrontmatterBlock | None, str]:
 
 def load_properties(block: FrontmatterBlock) -> Properties:
     """Load the YAML and read the known keys; never raises."""
-    simple = load_simple_yaml(block.text)
-    if simple is not None:
-        return _read_known_keys(simple)
     try:
         raw = _YAML.load(block.text)
     except Exception as exc:  # YAML errors, bad dates (ValueError), recursion: all one line
@@ -84,83 +81,6 @@ def load_properties(block: FrontmatterBlock) -> Properties:
     except _TooBig:
         return Properties(error="frontmatter too large or self-referencing (YAML anchors)")
     return _read_known_keys(data)
-
-
-# -- fast path --------------------------------------------------------------------------------------------
-# Most frontmatter is `key: word`, `key: [a, b]`, `key: 2024-03-14`. PyYAML takes ~40 us for four such
-# lines, a fifth of the per-note budget, so those shapes are read here; anything else (and any value
-# YAML would type as bool, null, float or octal) goes to PyYAML. tests/test_property.py checks the two
-# agree on generated blocks.
-_SIMPLE_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*):(?: +(.*?))? *$")
-_FLOW_ITEM = re.compile(r' *(?:"([^"\\\n]*)"|\'([^\'\n]*)\'|([^,\[\]{}"\'\n]*?)) *(,|\]$)')
-_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
-_DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
-_SPECIAL = frozenset(":#[]{},\"'&*!|>%@`\t")
-_YAML_WORDS = frozenset("yes no true false on off null".split())
-
-
-class _NotSimple(Exception):
-    pass
-
-
-def load_simple_yaml(text: str) -> dict | None:
-    """Read frontmatter made only of simple `key: value` lines; None means "ask PyYAML"."""
-    data: dict[str, Any] = {}
-    try:
-        for line in text.split("\n"):
-            if not line.strip():
-                continue
-            m = _SIMPLE_LINE.fullmatch(line) if line.isprintable() else None  # YAML rejects controls
-            if m is None or m.group(1).lower() in _YAML_WORDS:
-                return None
-            data[m.group(1)] = _simple_value(m.group(2) or "")
-    except _NotSimple:
-        return None
-    return data
-
-
-def _simple_value(text: str) -> Any:
-    if not text:
-        return None
-    first = text[0]
-    if first == "[":
-        if not text.endswith("]"):
-            raise _NotSimple
-        if text[1:-1].strip() == "":
-            return []
-        items, pos = [], 1
-        while pos < len(text):
-            m = _FLOW_ITEM.match(text, pos)
-            if m is None:
-                raise _NotSimple
-            dq, sq, plain = m.group(1), m.group(2), m.group(3)
-            items.append(dq if dq is not None else sq if sq is not None else _simple_scalar(plain))
-            pos = m.end()
-        return items
-    if first == '"' and len(text) > 1 and text.endswith('"') and not _SPECIAL_DQ.intersection(text[1:-1]):
-        return text[1:-1]
-    if first == "'" and len(text) > 1 and text.endswith("'") and "'" not in text[1:-1]:
-        return text[1:-1]
-    return _simple_scalar(text)
-
-
-_SPECIAL_DQ = frozenset('"\\')
-
-
-def _simple_scalar(text: str) -> Any:
-    if _INT.fullmatch(text):
-        return int(text)
-    m = _DATE.fullmatch(text)
-    if m:
-        try:
-            return dt.date(int(m.group(1)), int(m.group(2)), int(m.group(3))).isoformat()
-        except ValueError:
-            raise _NotSimple from None  # PyYAML reports the bad date
-    if not text or not (text[0].isalpha() or text[0] == "_") or text.lower() in _YAML_WORDS:
-        raise _NotSimple
-    if _SPECIAL.intersection(text) or text != text.strip():
-        raise _NotSimple
-    return text
 
 
 def _read_known_keys(data: dict) -> Properties:

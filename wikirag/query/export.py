@@ -12,11 +12,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from xml.sax.saxutils import escape
 
 from wikirag.errors import ExportRefused, StoreNotFound
 from wikirag.lightrag.engine import open_engine
 from wikirag.settings import WikiragConfig
+from wikirag.storage.fs import atomic_write_text
 from wikirag.storage.ledger_store import ledger_store
 
 SEP = "<SEP>"
@@ -83,8 +83,7 @@ def graph_stats(graph: Graph, top: int = 10) -> GraphStats:
 
 
 def write_json(graph: Graph, out: Path) -> None:
-    out.write_text(json.dumps({"nodes": graph.nodes, "edges": graph.edges}, ensure_ascii=False, indent=2),
-                   encoding="utf-8")
+    atomic_write_text(out, json.dumps({"nodes": graph.nodes, "edges": graph.edges}, ensure_ascii=False, indent=2))
 
 
 _NODE_KEYS = ("entity_type", "description", "source_id", "file_path")
@@ -92,29 +91,21 @@ _EDGE_KEYS = ("weight", "description", "keywords", "source_id", "file_path")
 
 
 def write_graphml(graph: Graph, out: Path) -> None:
-    """GraphML that Gephi and yEd open: lists are written joined by ' | '."""
+    """GraphML that Gephi and yEd open, written by networkx; lists are joined by ' | '."""
+    import networkx as nx
 
-    def value(v: Any) -> str:
-        return escape(" | ".join(v) if isinstance(v, list) else str(v), {'"': "&quot;"})
+    def value(v: Any) -> Any:
+        return " | ".join(v) if isinstance(v, list) else v if isinstance(v, (int, float)) else str(v)
 
-    lines = [
-        '<?xml version="1.0" encoding="UTF-8"?>',
-        '<graphml xmlns="http://graphml.graphdrawing.org/xmlns">',
-        *(f'  <key id="{k}" for="node" attr.name="{k}" attr.type="string"/>' for k in _NODE_KEYS),
-        *(f'  <key id="e_{k}" for="edge" attr.name="{k}" attr.type="{"double" if k == "weight" else "string"}"/>'
-          for k in _EDGE_KEYS),
-        '  <graph id="wikirag" edgedefault="undirected">',
-    ]
+    g = nx.Graph()
     for node in graph.nodes:
-        lines.append(f'    <node id="{value(node["id"])}">')
-        lines += [f'      <data key="{k}">{value(node[k])}</data>' for k in _NODE_KEYS if k in node]
-        lines.append("    </node>")
-    for i, edge in enumerate(graph.edges):
-        lines.append(f'    <edge id="e{i}" source="{value(edge["source"])}" target="{value(edge["target"])}">')
-        lines += [f'      <data key="e_{k}">{value(edge[k])}</data>' for k in _EDGE_KEYS if k in edge]
-        lines.append("    </edge>")
-    lines += ["  </graph>", "</graphml>", ""]
-    out.write_text("\n".join(lines), encoding="utf-8")
+        g.add_node(node["id"], **{k: value(node[k]) for k in _NODE_KEYS if k in node})
+    for edge in graph.edges:
+        attrs = {k: value(edge[k]) for k in _EDGE_KEYS if k in edge}
+        if "weight" in attrs:
+            attrs["weight"] = float(attrs["weight"])
+        g.add_edge(edge["source"], edge["target"], **attrs)
+    atomic_write_text(out, "\n".join(nx.generate_graphml(g, encoding="utf-8")) + "\n")
 
 
 def check_export_path(config: WikiragConfig, out: Path) -> None:

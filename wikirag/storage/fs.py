@@ -20,7 +20,8 @@ LOCK_FILENAME = "wikirag.lock"
 # wikirag's own JSON files, and the temp files of interrupted atomic writes. `--rebuild` deletes these and
 # nothing else, so a store pointed at the wrong folder can never take a user's file with it.
 STORE_FILE_PATTERNS = (
-    "kv_store_*.json", "vdb_*.json", "graph_chunk_entity_relation.graphml", "wikirag_*.json", "wikirag_lexical.npz",
+    "kv_store_*.json", "vdb_*.json", "graph_chunk_entity_relation.graphml", "wikirag_*.json", "wikirag_*.jsonl",
+    "wikirag_lexical.npz",
     ".kv_store_*.tmp", ".vdb_*.tmp", ".wikirag_*.tmp",
 )
 

@@ -6,7 +6,6 @@ secrets are kept in these settings: passwords come from the environment.
 from __future__ import annotations
 
 import os
-import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -230,27 +229,27 @@ def missing_packages(settings: StorageSettings) -> list[str]:
 
 
 def parse_dsn(dsn: str) -> tuple[dict[str, Any], str | None]:
-    """`postgresql://user:password@host:port/database?sslmode=...&host=/socket/dir` -> (settings, password)."""
-    parts = urllib.parse.urlsplit(dsn)
-    if parts.scheme not in {"postgres", "postgresql"}:
-        raise ConfigError(f"{DSN_VAR}: expected postgresql://user:password@host:port/database")
+    """A libpq connection string (`postgresql://user:password@host:port/database?sslmode=...` or
+    `host=... dbname=...`) -> (settings, password), parsed by psycopg's own `conninfo_to_dict`."""
     try:
-        port = parts.port
-    except ValueError:
-        raise ConfigError(f"{DSN_VAR}: the port is not a number") from None
-    query = dict(urllib.parse.parse_qsl(parts.query))
+        from psycopg import ProgrammingError
+        from psycopg.conninfo import conninfo_to_dict
+    except ImportError:
+        raise ConfigError(f"{DSN_VAR} needs the PostgreSQL extra: pip install 'wikirag[postgres]'") from None
+    try:
+        parsed = conninfo_to_dict(dsn)
+    except ProgrammingError:  # its message quotes the string, password included: not shown
+        raise ConfigError(f"{DSN_VAR}: expected postgresql://user:password@host:port/database "
+                          "or host=... dbname=...") from None
     values: dict[str, Any] = {}
-    host = urllib.parse.unquote(parts.hostname or "") or query.get("host", "")
-    if host:
-        values["host"] = host
-    if port:
-        values["port"] = port
-    if parts.username:
-        values["user"] = urllib.parse.unquote(parts.username)
-    if parts.path.strip("/"):
-        values["database"] = urllib.parse.unquote(parts.path.strip("/"))
-    if query.get("sslmode"):
-        values["sslmode"] = query["sslmode"]
-    password = urllib.parse.unquote(parts.password) if parts.password else query.get("password")
-    return values, password
+    for source, target in (("host", "host"), ("user", "user"), ("dbname", "database"), ("sslmode", "sslmode")):
+        if parsed.get(source):
+            values[target] = str(parsed[source])
+    if parsed.get("port"):
+        try:
+            values["port"] = int(parsed["port"])
+        except ValueError:
+            raise ConfigError(f"{DSN_VAR}: the port is not a number") from None
+    password = parsed.get("password")
+    return values, str(password) if password else None
 

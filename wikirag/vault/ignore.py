@@ -5,9 +5,10 @@
   `.obsidian/app.json`. Obsidian treats a plain entry as a case-sensitive prefix of the vault path
   (`Templates/` leaves out the folder; `Temp` also catches `Templates/`), and an entry written `/…/` as a
   regular expression searched anywhere in the path. An invalid regex is reported and skipped.
-- `--exclude` globs: `*` and `?` stay inside one path segment, `**` crosses folders, `[...]` is a class.
-  A pattern without "/" is tried against every segment (`Templates`, `*.excalidraw.md`); a pattern with
-  "/" against the whole vault path (`drafts/**`, `**/private/*.md`). A leading "/" anchors at the root.
+- `--exclude` globs follow .gitignore's rules (matched by `pathspec`): `*` and `?` stay inside one path
+  segment, `**` crosses folders, `[...]` is a class. A pattern without "/" is tried against every segment
+  (`Templates`, `*.excalidraw.md`); a pattern with "/" against the whole vault path (`drafts/**`,
+  `**/private/*.md`). A leading "/" anchors at the root; `!pattern` takes a path back.
 """
 
 from __future__ import annotations
@@ -18,56 +19,19 @@ import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 
+import pathspec
+
 from wikirag.models import ReadIssue
 
 APP_JSON = ".obsidian/app.json"
-
-
-def glob_to_regex(pattern: str) -> re.Pattern[str]:
-    """Translate a path glob (`*`, `?`, `**`, `[...]`) into an anchored regex."""
-    out: list[str] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        c = pattern[i]
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-            continue
-        if pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-            continue
-        if c == "*":
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif c == "[" and (close := pattern.find("]", i + 2)) > 0:
-            body = pattern[i + 1 : close]
-            negate = body[:1] in ("!", "^")
-            body = body[1:] if negate else body
-            out.append("[" + ("^/" if negate else "") + body.replace("\\", "\\\\") + "]")
-            i = close + 1
-            continue
-        else:
-            out.append(re.escape(c))
-        i += 1
-    return re.compile("".join(out) + r"\Z")
 
 
 class IgnoreRules:
     """Decides, for a vault-relative POSIX path, whether wikirag reads it."""
 
     def __init__(self, exclude: Sequence[str] = (), obsidian_filters: Sequence[str] = ()) -> None:
-        self.segment_globs: list[re.Pattern[str]] = []
-        self.path_globs: list[re.Pattern[str]] = []
-        for pattern in exclude:
-            pattern = unicodedata.normalize("NFC", pattern.strip())
-            if not pattern:
-                continue
-            if "/" in pattern.rstrip("/"):
-                self.path_globs.append(glob_to_regex(pattern.lstrip("/")))
-            else:
-                self.segment_globs.append(glob_to_regex(pattern.strip("/")))
+        patterns = [unicodedata.normalize("NFC", p.strip()) for p in exclude]
+        self.globs = pathspec.GitIgnoreSpec.from_lines(p for p in patterns if p) if any(patterns) else None
         self.prefixes: list[str] = []
         self.regexes: list[re.Pattern[str]] = []
         self.problems: list[str] = []
@@ -116,8 +80,4 @@ class IgnoreRules:
         return any(self.folder_ignored(f) for f in folders) or self.file_ignored(rel)
 
     def _globbed(self, rel: str, as_path: str) -> bool:
-        if self.segment_globs:
-            name = rel.rsplit("/", 1)[-1]
-            if any(g.match(name) for g in self.segment_globs):
-                return True
-        return any(g.match(as_path) or g.match(rel) for g in self.path_globs)
+        return self.globs is not None and (self.globs.match_file(as_path) or self.globs.match_file(rel))
