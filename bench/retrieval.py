@@ -1,12 +1,21 @@
-"""Retrieval quality and latency per LightRAG mode, context only (no LLM), against hand-written answers.
+"""Retrieval quality and latency per LightRAG mode and for `search`, context only (no LLM), against
+hand-written answers; warm and cold timed separately.
 
-    python bench/retrieval.py VAULT QUESTIONS.json [--store DIR] [--k 5] [--embedding local|hash]
+    python bench/retrieval.py VAULT QUESTIONS.json [--store DIR] [--k 5] [--embedding local|hash] [--cold 5]
 
 QUESTIONS.json: {"questions": [{"q": "...", "notes": ["people/Alan Turing.md", ...]}, ...]} (see
-bench/questions/sample_vault.json). The vault is indexed first if its store is missing. For each mode,
-recall@k = share of a question's expected notes found among the first k source notes of the retrieved
-context, averaged over questions; latency is per query with the store already open (warm), median and p95.
-`naive` (plain vector search over chunks) is the baseline the graph modes are compared with.
+bench/questions/). The vault is indexed first if its store is missing (pass --store for a vault you may not
+write into). Per question, the ranked notes are the context's source notes (LightRAG modes) or the hits
+(`search`); recall@k = share of the expected notes among the first k, MRR = mean of 1/rank of the first
+expected note (0 when none is in the first 10).
+
+`query MODE` ranks sources in LightRAG's own order (--no-fusion); `query MODE +fusion` is the default,
+fused with BM25 and the names in the question.
+
+Warm: one process, one WarmEngine (store open, model loaded), per-query median and p95.
+Cold: a fresh `wikirag query --context-only` / `wikirag search` process per question, wall clock from
+spawn to exit: interpreter start, imports, store and model loading are all counted. `naive` is the baseline
+the graph modes are compared with.
 """
 
 from __future__ import annotations
@@ -14,20 +23,22 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
-from wikirag.index.ledger import Ledger  # noqa: E402
-from wikirag.index.run import run_index, store_exists
-from wikirag.lightrag.engine import open_engine  # noqa: E402
-from wikirag.query.retrieve import query_store  # noqa: E402
+from wikirag.index.run import run_index, store_exists  # noqa: E402
+from wikirag.query.engine import WarmEngine  # noqa: E402
 from wikirag.settings import load_config  # noqa: E402
 
 MODES = ("naive", "local", "global", "hybrid", "mix")
+SEARCH_MODES = ("naive", "mix", "hybrid", "lexical")
 
 
 def _percentile(values: list[float], share: float) -> float:
@@ -35,27 +46,54 @@ def _percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(share * (len(ordered) - 1))))]
 
 
-async def bench(vault: Path, questions: list[dict], store: Path | None, k: int, engine_kwargs: dict) -> None:
-    config = load_config(vault, store=store)
-    if not store_exists(config):
-        print(f"indexing {vault} first …")
-        await asyncio.to_thread(run_index, config, **engine_kwargs)
-    ledger = Ledger.load(config.workspace_dir)
-    print(f"{len(questions)} questions, recall@{k} of the expected notes among the context's sources")
-    print(f"{'mode':8} {'recall@k':>9} {'hit@k':>6} {'median ms':>10} {'p95 ms':>8}")
-    async with open_engine(config, **engine_kwargs) as rag:
-        for mode in MODES:
-            recalls, hits, latencies = [], [], []
+def score(ranked: list[str], expected: set[str], k: int) -> tuple[float, float]:
+    recall = len(expected & set(ranked[:k])) / len(expected)
+    rr = next((1.0 / i for i, p in enumerate(ranked[:10], start=1) if p in expected), 0.0)
+    return recall, rr
+
+
+async def warm(config, questions: list[dict], k: int, engine_kwargs: dict) -> list[tuple]:
+    rows = []
+    async with WarmEngine(config, **engine_kwargs) as engine:
+        await engine.search("warm up", mode="naive")  # loads the model and the stores once
+        runs = [(f"query {m}", lambda q, m=m: engine.query(q, mode=m, fusion=False)) for m in MODES]
+        runs += [(f"query {m} +fusion", lambda q, m=m: engine.query(q, mode=m)) for m in MODES]
+        runs += [(f"search {m}", lambda q, m=m: engine.search(q, limit=10, mode=m)) for m in SEARCH_MODES]
+        for name, call in runs:
+            recalls, rrs, latencies = [], [], []
             for item in questions:
                 started = time.perf_counter()
-                result = await query_store(config, item["q"], mode=mode, rag=rag, ledger=ledger)
+                result = await call(item["q"])
                 latencies.append((time.perf_counter() - started) * 1000)
-                found = [s.path for s in result.sources][:k]
-                expected = set(item["notes"])
-                recalls.append(len(expected & set(found)) / len(expected))
-                hits.append(1.0 if expected & set(found) else 0.0)
-            print(f"{mode:8} {statistics.mean(recalls):9.3f} {statistics.mean(hits):6.2f} "
-                  f"{statistics.median(latencies):10.0f} {_percentile(latencies, 0.95):8.0f}")
+                ranked = [s.path for s in (result.hits if hasattr(result, "hits") else result.sources)]
+                recall, rr = score(ranked, set(item["notes"]), k)
+                recalls.append(recall)
+                rrs.append(rr)
+            rows.append((name, statistics.mean(recalls), statistics.mean(rrs), statistics.median(latencies),
+                         _percentile(latencies, 0.95)))
+    return rows
+
+
+def cold(vault: Path, store: Path | None, questions: list[dict], runs: int) -> list[tuple[str, float, float]]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    store_args = ["--store", str(store)] if store else []
+    commands = {
+        "cold query hybrid": ["query", "{q}", "--vault", str(vault), "-m", "hybrid", "--context-only", "--json"],
+        "cold search naive": ["search", "{q}", "--vault", str(vault), "--json"],
+        "cold search lexical": ["search", "{q}", "--vault", str(vault), "-m", "lexical", "--json"],
+    }
+    out = []
+    for name, args in commands.items():
+        latencies = []
+        for item in questions[:runs]:
+            argv = [sys.executable, "-m", "wikirag.cli", *(a.replace("{q}", item["q"]) for a in args), *store_args]
+            started = time.perf_counter()
+            done = subprocess.run(argv, env=env, capture_output=True, text=True, cwd=str(ROOT))
+            latencies.append((time.perf_counter() - started) * 1000)
+            if done.returncode != 0:
+                raise SystemExit(f"{name} failed: {done.stderr[-500:]}")
+        out.append((name, statistics.median(latencies), max(latencies)))
+    return out
 
 
 def main() -> None:
@@ -65,6 +103,8 @@ def main() -> None:
     parser.add_argument("--store", type=Path)
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--embedding", choices=["local", "hash"], default="local")
+    parser.add_argument("--cold", type=int, default=5, help="questions timed in fresh processes (0: skip)")
+    parser.add_argument("--skip-warm", action="store_true", help="time cold starts only")
     args = parser.parse_args()
     engine_kwargs = {}
     if args.embedding == "hash":
@@ -72,7 +112,19 @@ def main() -> None:
 
         engine_kwargs["embedding_func"] = HashEmbedding().func()
     questions = json.loads(args.questions.read_text())["questions"]
-    asyncio.run(bench(args.vault, questions, args.store, args.k, engine_kwargs))
+    config = load_config(args.vault, store=args.store)
+    if not store_exists(config):
+        print(f"indexing {args.vault} first …")
+        run_index(config, **engine_kwargs)
+    print(f"{args.vault.name}: {len(questions)} questions; recall@{args.k} and MRR of the expected notes")
+    if not args.skip_warm:
+        print(f"{'warm':22} {'recall@k':>9} {'MRR':>6} {'median ms':>10} {'p95 ms':>8}")
+        for name, recall, mrr, median, p95 in asyncio.run(warm(config, questions, args.k, engine_kwargs)):
+            print(f"{name:22} {recall:9.3f} {mrr:6.3f} {median:10.1f} {p95:8.1f}")
+    if args.cold and args.embedding == "local":
+        print(f"{'cold (new process)':22} {'median ms':>10} {'max ms':>8}")
+        for name, median, worst in cold(args.vault, args.store, questions, args.cold):
+            print(f"{name:22} {median:10.0f} {worst:8.0f}")
 
 
 if __name__ == "__main__":

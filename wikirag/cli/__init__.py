@@ -4,6 +4,7 @@ imports typer or rich; it calls the library and renders its result objects.
 May import anything in wikirag.
 """
 
+from wikirag.cli import retrieval as _retrieval  # noqa: F401  (registers search and mcp)
 from wikirag.cli.app import app
 
 __all__ = ["app"]

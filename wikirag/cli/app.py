@@ -27,26 +27,7 @@ from wikirag.cli.common import (
     fail,
     stderr_console,
 )
-from wikirag.cli.doctor import run_doctor
-from wikirag.cli.render import (
-    issue_line,
-    render_cost_estimate,
-    render_doctor,
-    render_graph_stats,
-    render_index_report,
-    render_query_result,
-    render_stats,
-    watch_lines,
-    watch_status,
-)
 from wikirag.errors import WikiragError
-from wikirag.index.reads import read_vault
-from wikirag.index.run import run_index
-from wikirag.index.watch import stop_on_signals, watch_vault
-from wikirag.query.export import export_graph
-from wikirag.query.ledger_stats import ledger_graph_stats
-from wikirag.query.retrieve import ask, find_vault
-from wikirag.vault.stats import compute_stats
 
 
 @app.command()
@@ -75,6 +56,11 @@ def stats(
 
         wikirag stats ~/Notes --exclude "Templates/**" --json
     """
+    from wikirag.cli.render import issue_line, render_graph_stats, render_stats
+    from wikirag.index.reads import read_vault
+    from wikirag.query.ledger_stats import ledger_graph_stats
+    from wikirag.vault.stats import compute_stats
+
     try:
         config = build_config(vault, store=store, exclude=exclude)  # the toml's `exclude` counts too
         result = compute_stats(read_vault(config)[0])  # through the index's parse cache, when there is one
@@ -123,6 +109,9 @@ def index(
         wikirag index ~/Notes
         wikirag index ~/Notes --dry-run --json
     """
+    from wikirag.cli.render import render_index_report
+    from wikirag.index.run import run_index
+
     try:
         config = build_config(vault, store=store, config_file=config_file, exclude=exclude, llm=llm,
                          llm_concurrency=llm_concurrency, route=route)
@@ -165,6 +154,9 @@ def query(
     context_only: Annotated[
         bool, typer.Option("--context-only", help="Retrieve and show context; no LLM answer.")
     ] = False,
+    no_fusion: Annotated[
+        bool, typer.Option("--no-fusion", help="Rank sources by LightRAG's context alone (no BM25, no names).")
+    ] = False,
     llm: LLMOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -178,6 +170,9 @@ def query(
         wikirag query "Who designed the Bombe?" -m hybrid
         wikirag query "cipher machines" -m naive --context-only --json
     """
+    from wikirag.cli.render import render_query_result
+    from wikirag.query.retrieve import ask, find_vault
+
     try:
         root = vault or find_vault(Path.cwd())
         config = build_config(root, store=store, config_file=config_file, llm=llm)
@@ -189,7 +184,7 @@ def query(
         on_token = (lambda piece: typer.echo(piece, nl=False)) if stream and llm_func and not as_json else None
         result = ask(config, question, mode=mode, top_k=top_k, chunk_top_k=chunk_top_k,
                      max_total_tokens=max_tokens, response_type=response_type, context_only=context_only,
-                     llm_func=llm_func, on_token=on_token)
+                     llm_func=llm_func, on_token=on_token, fusion=not no_fusion)
     except WikiragError as exc:
         fail(str(exc))
     if as_json:
@@ -220,6 +215,9 @@ def watch(
         wikirag watch ~/Notes
         wikirag watch ~/Notes --json | jq .notes_changed
     """
+    from wikirag.cli.render import watch_lines, watch_status
+    from wikirag.index.watch import stop_on_signals, watch_vault
+
     try:
         config = build_config(vault, store=store, config_file=config_file, exclude=exclude, llm=llm)
         with stop_on_signals() as stop:  # SIGTERM and Ctrl-C: finish or stop between batches, exit 0
@@ -272,6 +270,7 @@ def cost_estimate(
         wikirag cost-estimate ~/Notes --model gpt-4o-mini
         wikirag cost-estimate ~/Notes --csv > costs.csv
     """
+    from wikirag.cli.render import render_cost_estimate
     from wikirag.index.reads import estimate_cost
     from wikirag.plan.results import csv_rows
 
@@ -309,6 +308,9 @@ def export(
 
         wikirag export --vault ~/Notes --format graphml -o notes.graphml
     """
+    from wikirag.query.export import export_graph
+    from wikirag.query.retrieve import find_vault
+
     try:
         config = build_config(vault or find_vault(Path.cwd()), store=store)
         if fmt not in {"graphml", "json"}:
@@ -335,6 +337,9 @@ def doctor(
 
         wikirag doctor ~/Notes --check-llm
     """
+    from wikirag.cli.doctor import run_doctor
+    from wikirag.cli.render import render_doctor
+
     try:
         config = build_config(vault, store=store, config_file=config_file, llm=llm)
         report = run_doctor(config, check_llm_call=check_llm)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Console, Group
 from rich.markdown import Markdown
 from rich.markup import escape
@@ -9,14 +11,16 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from wikirag.cli.doctor import DoctorReport
-from wikirag.index.report import IndexReport
-from wikirag.index.watch import BatchReport
-from wikirag.models import ReadIssue
-from wikirag.plan.results import CostEstimate
-from wikirag.query.export import GraphStats
-from wikirag.query.retrieve import QueryResult
-from wikirag.vault.stats import VaultStats
+if TYPE_CHECKING:  # annotations only: a command loads just what it renders
+    from wikirag.cli.doctor import DoctorReport
+    from wikirag.index.report import IndexReport
+    from wikirag.index.watch import BatchReport
+    from wikirag.models import ReadIssue
+    from wikirag.plan.results import CostEstimate
+    from wikirag.query.export import GraphStats
+    from wikirag.query.retrieve import QueryResult
+    from wikirag.query.search import SearchResult
+    from wikirag.vault.stats import VaultStats
 
 LIST_LIMIT = 10  # rows shown per list; --json has them all
 
@@ -293,3 +297,22 @@ def render_cost_estimate(estimate: CostEstimate, console: Console, top: int = 10
     for c in estimate.top_notes(top):
         notes.add_row(c.path, c.route, str(c.chunks), f"{c.input_tokens:,}", _usd(c.usd), c.reason)
     console.print(notes)
+
+
+# --- search --------------------------------------------------------------------------------------
+
+
+def render_search_result(result: SearchResult, console: Console | None = None) -> None:
+    console = console or Console()
+    for note in result.notes:
+        console.print(Text(note, style="yellow"))
+    if not result.hits:
+        console.print(Text(f"No note matches {result.query!r}.", style="yellow"))
+        return
+    for rank, hit in enumerate(result.hits, start=1):
+        where = f" › {hit.heading}" if hit.heading else ""
+        console.print(Text.assemble((f"{rank:>2}. ", "bold"), (hit.title, "bold cyan"), (where, "cyan"),
+                                    (f"  {hit.path}", "dim"), (f"  [{', '.join(hit.matched_by)}]", "dim")))
+        for passage in hit.passages:
+            console.print(Text("    " + " ".join(passage.split()), style=""), overflow="fold")
+        console.print(Text(f"    {hit.obsidian_uri}", style="dim"), overflow="fold")

@@ -24,6 +24,7 @@ from typing import Any
 from wikirag.errors import StoreMismatch, VaultNotFound
 from wikirag.index.apply import run_plan
 from wikirag.index.ledger import Ledger
+from wikirag.index.lexical import search_files_ready, sync_after_run
 from wikirag.index.manifest import drop_manifest, load_unchanged, save_manifest
 from wikirag.index.parsecache import load_parse_cache, save_parse_cache
 from wikirag.index.planning import DERIVATION_VERSION, Plan, plan_index, stable_digest
@@ -134,7 +135,7 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
         if vault is None:  # `wikirag index`: first ask whether anything can have changed at all
             scan = scan_vault(config.vault, config.exclude)
             unchanged = load_unchanged(config.workspace_dir, _config_key(config), scan)
-            if unchanged is not None:
+            if unchanged is not None and search_files_ready(config.workspace_dir):
                 for name, value in unchanged.items():
                     setattr(report, name, value)
                 report.notes_unchanged = report.notes_total - report.notes_skipped
@@ -159,7 +160,8 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
         if budget_usd is not None and plan.llm_model:
             _apply_budget(plan, config, budget_usd, report)
         report.recovered_pending = not ledger.pending.empty()
-        if not plan.to_process and not plan.deleted and ledger.pending.empty():
+        if (not plan.to_process and not plan.deleted and ledger.pending.empty()
+                and search_files_ready(config.workspace_dir)):
             fill_totals(report, ledger)
             _remember_clean_run(config, scan, plan, report)
             report.seconds = round(time.perf_counter() - started, 3)
@@ -180,6 +182,10 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
         report.embedding_calls = counter.calls - calls_before
         report.embedding_texts = counter.texts - texts_before
         fill_totals(report, ledger)
+        if ledger.pending.empty():  # the search files and LightRAG's document rows follow the store
+            await sync_after_run(rag, ledger, config.workspace_dir, set(plan.to_process) | set(plan.deleted),
+                                 {"finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                                  "notes_indexed": len(plan.to_process), "notes_deleted": len(plan.deleted)})
         if ledger.pending.empty():
             _remember_clean_run(config, scan, plan, report)
     report.seconds = round(time.perf_counter() - started, 3)

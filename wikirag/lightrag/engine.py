@@ -104,8 +104,13 @@ async def open_engine(
     embedding_counter: EmbeddingCounter | None = None,
     embedding_func: Any = None,
     storages: dict[str, str] | None = None,
+    tokenizer: Any = None,
+    reading: tuple[str, ...] | None = None,
 ) -> AsyncIterator[Any]:
-    """An initialised LightRAG for the config's store and workspace; storages finalised on exit."""
+    """An initialised LightRAG for the config's store and workspace; storages finalised on exit.
+    `tokenizer` replaces tiktoken (retrieval-only engines pass lightrag.readtokens.retrieval_tokenizer()).
+    `reading` names the only storages to load (CONTEXT_STORAGES for a context-only query): a reader that
+    never writes skips loading the LLM cache, documents and trackers, most of a large store's bytes."""
     if os.environ.get("ENTITY_TYPES") is not None:
         raise ConfigError("the ENTITY_TYPES environment variable is set; LightRAG 1.5 refuses to start with it")
     import_lightrag()
@@ -130,7 +135,8 @@ async def open_engine(
             # Part of LightRAG's LLM cache key: switching models never reuses another model's answers.
             llm_model_name=config.llm.model or "none",
             **(lightrag_llm_kwargs(config.llm) if config.llm.model else {}),
-            tokenizer=lightrag_tokenizer(config.index.encoding),
+            # Retrieval without an LLM passes lightrag.readtokens' counter: tiktoken's table is slow to load.
+            tokenizer=tokenizer or lightrag_tokenizer(config.index.encoding),
             chunk_token_size=config.index.chunk_token_size,
             chunk_overlap_token_size=config.index.chunk_overlap_token_size,
             chunking_func=lightrag_chunking_func(),
@@ -139,18 +145,63 @@ async def open_engine(
             **(storages or lightrag_storage_kwargs(config.storage)),
         )
         try:
-            await rag.initialize_storages()
+            if reading is None:
+                await rag.initialize_storages()
+            else:
+                await _initialize_some(rag, reading)
         except Exception as exc:
             problem = storage_unreachable(config.storage, exc)
             if problem is None:
                 raise
             raise problem from None
         try:
-            await keep_answers(rag, config.workspace_dir)
+            if reading is None:  # a reader loads no LLM cache: nothing to journal
+                await keep_answers(rag, config.workspace_dir)
             yield rag
         finally:
-            await rag.finalize_storages()
-            forget_answers(rag)  # finalising wrote LightRAG's cache file: the journal is redundant
+            if reading is None:
+                await rag.finalize_storages()
+                forget_answers(rag)  # finalising wrote LightRAG's cache file: the journal is redundant
+            else:
+                await _finalize_some(rag, reading)
     finally:
         env.close()
         _release_workspace(config)
+
+
+# What LightRAG's context-only retrieval (`aquery_data` with keywords given) reads, per mode: checked against
+# 1.5.7's `aquery_data` -> `kg_query` / `naive_query` (the LLM cache is only consulted when an LLM is called).
+CONTEXT_STORAGES = {
+    "naive": ("text_chunks", "chunks_vdb"),
+    "graph": ("text_chunks", "chunks_vdb", "entities_vdb", "relationships_vdb", "chunk_entity_relation_graph"),
+}
+
+
+async def _initialize_some(rag: Any, names: tuple[str, ...]) -> None:
+    """LightRAG.initialize_storages for the named storages only (same order, same pipeline setup)."""
+    import asyncio
+
+    from lightrag.base import StoragesStatus
+    from lightrag.kg.shared_storage import get_default_workspace, initialize_pipeline_status, set_default_workspace
+
+    rag._owning_loop = asyncio.get_running_loop()
+    if get_default_workspace() is None:
+        set_default_workspace(rag.workspace)
+    await initialize_pipeline_status(workspace=rag.workspace)
+    for name in names:
+        await getattr(rag, name).initialize()
+    rag._storages_status = StoragesStatus.INITIALIZED
+
+    async def _nothing_to_flush() -> None:  # `_query_done` flushes the LLM cache, which a reader never loads
+        return None
+
+    rag._query_done = _nothing_to_flush
+
+
+async def _finalize_some(rag: Any, names: tuple[str, ...]) -> None:
+    from lightrag.base import StoragesStatus
+
+    rag._shutdown_parser_executor()
+    for name in names:
+        await getattr(rag, name).finalize()
+    rag._storages_status = StoragesStatus.FINALIZED

@@ -12,18 +12,20 @@ import asyncio
 import contextlib
 import os
 import re
-import urllib.parse
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wikirag.errors import QueryFailed, StoreNotFound
-from wikirag.index.ledger import Ledger
 from wikirag.lightrag.engine import open_engine
 from wikirag.lightrag.query import query_param
+from wikirag.query.notes import NoteTable, obsidian_uri, read_note_table
 from wikirag.settings import STORE_DIRNAME, WikiragConfig
 from wikirag.storage.ledger_store import ledger_store
+
+if TYPE_CHECKING:
+    from wikirag.index.ledger import Ledger
 
 MODES = ("naive", "local", "global", "hybrid", "mix", "bypass")
 
@@ -47,6 +49,7 @@ class Source:
     path: str
     title: str
     obsidian_uri: str
+    found_by: list[str] = field(default_factory=lambda: ["lightrag"])  # with fusion: also lexical, names
 
 
 @dataclass
@@ -77,24 +80,14 @@ def find_vault(start: Path, environ: dict[str, str] | None = None) -> Path:
 # --- keywords without an LLM ---------------------------------------------------------------------
 
 
-@dataclass
 class Vocabulary:
-    """Names the question may mention: entity names, note titles and aliases, tags."""
+    """Names the question may mention (entity names, note titles and aliases, tags): a NoteTable."""
 
-    names: dict[str, str]  # casefolded surface form -> entity name
-    tags: set[str]
+    @staticmethod
+    def from_ledger(ledger: Ledger) -> NoteTable:
+        from wikirag.index.lexical import names_table
 
-    @classmethod
-    def from_ledger(cls, ledger: Ledger) -> Vocabulary:
-        names: dict[str, str] = {}
-        tags: set[str] = set()
-        for entry in ledger.notes.values():
-            for fragment in entry.entities:
-                names.setdefault(fragment.name.casefold(), fragment.name)
-            for alias in entry.aliases:
-                names.setdefault(alias.casefold(), entry.entity)
-            tags.update(entry.tags)
-        return cls(names, tags)
+        return NoteTable(names_table(ledger))
 
 
 def _phrases(question: str) -> list[str]:
@@ -112,20 +105,16 @@ def _phrases(question: str) -> list[str]:
     return phrases
 
 
-def derive_keywords(question: str, vocabulary: Vocabulary) -> tuple[list[str], list[str]]:
-    """(high-level, low-level) keywords for LightRAG's graph retrieval, from the vault's own names."""
-    folded = question.casefold()
+def derive_keywords(question: str, notes: NoteTable) -> tuple[list[str], list[str]]:
+    """(high-level, low-level) keywords for LightRAG's graph retrieval, from the vault's own names
+    (one automaton pass over the question, longest names first)."""
     found: list[str] = []
-    # Longest names first so "Enigma machine" wins over "Enigma" when both are names.
-    for surface in sorted(vocabulary.names, key=len, reverse=True):
-        if len(surface) < 3 and not surface.isdigit():
-            continue
-        if re.search(r"(?<!\w)" + re.escape(surface) + r"(?!\w)", folded):
-            name = vocabulary.names[surface]
-            if name not in found and not any(surface in f.casefold() for f in found):
-                found.append(name)
+    for surface in notes.names_in(question):
+        name = notes.display_name(surface)
+        if name not in found:
+            found.append(name)
     words = {w.casefold().lstrip("#") for w in _WORD.findall(question)}
-    tags = sorted(t for t in vocabulary.tags if t.split("/")[-1] in words)
+    tags = sorted(t for t in notes.tags() if t.split("/")[-1] in words)
     phrases = _phrases(question)
     low = found or phrases or [question]
     high = [*tags, *phrases] or [question]
@@ -135,14 +124,7 @@ def derive_keywords(question: str, vocabulary: Vocabulary) -> tuple[list[str], l
 # --- the query -----------------------------------------------------------------------------------
 
 
-def obsidian_uri(vault: Path, path: str) -> str:
-    file = path[:-3] if path.endswith(".md") else path
-    return "obsidian://open?" + urllib.parse.urlencode(
-        {"vault": vault.resolve().name, "file": file}, quote_via=urllib.parse.quote
-    )
-
-
-def _sources(data: dict[str, Any], ledger: Ledger, vault: Path) -> list[Source]:
+def _sources(data: dict[str, Any], notes: NoteTable, vault: Path) -> list[Source]:
     paths: list[str] = []
     for ref in data.get("references", []):
         for path in str(ref.get("file_path", "")).split("<SEP>"):
@@ -152,11 +134,7 @@ def _sources(data: dict[str, Any], ledger: Ledger, vault: Path) -> list[Source]:
         path = chunk.get("file_path", "")
         if path and path not in paths:
             paths.append(path)
-    return [
-        Source(p, ledger.notes[p].title if p in ledger.notes else p, obsidian_uri(vault, p))
-        for p in paths
-        if p in ledger.notes
-    ]
+    return [Source(p, notes.title(p), obsidian_uri(vault, p)) for p in paths if p in notes.notes]
 
 
 async def query_store(
@@ -172,11 +150,17 @@ async def query_store(
     llm_func: Callable[..., Any] | None = None,
     on_token: Callable[[str], None] | None = None,
     rag: Any = None,
-    ledger: Ledger | None = None,
+    notes: NoteTable | None = None,
+    fusion: bool = True,
+    lexical: Any = None,
     **engine_kwargs: Any,
 ) -> QueryResult:
     """Retrieve (and answer, with an LLM) in one of LightRAG's modes. A caller asking many questions
-    passes an open `rag` (engine.open_engine) and the loaded `ledger` to skip reopening the store."""
+    passes an open `rag` (engine.open_engine) and the `notes` table to skip reopening the store.
+
+    `fusion` (default) ranks the source notes by LightRAG's context fused with BM25 and the names in the
+    question (query.search.fused_sources); the context itself is LightRAG's, unchanged. `fusion=False`
+    keeps LightRAG's own source order."""
     if mode not in MODES:
         raise QueryFailed(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
     if not question.strip():
@@ -186,11 +170,11 @@ async def query_store(
         raise StoreNotFound(f"{config.workspace_dir}: no index here; run `wikirag index {config.vault}` first")
     if mode == "bypass" and llm_func is None:
         raise QueryFailed("mode 'bypass' sends the question straight to the LLM, and none is configured")
-    ledger = ledger or Ledger.load(store)
+    notes = notes or read_note_table(config)
     use_llm = llm_func is not None and not context_only
     high, low = ("", "")
     if not use_llm:
-        high, low = derive_keywords(question, Vocabulary.from_ledger(ledger))
+        high, low = derive_keywords(question, notes)
 
     param_kwargs: dict[str, Any] = {"mode": mode}
     if top_k:
@@ -210,6 +194,12 @@ async def query_store(
 
     async with contextlib.AsyncExitStack() as stack:
         if rag is None:
+            if not use_llm:  # a context only: count tokens without tiktoken, load only what retrieval reads
+                from wikirag.lightrag.engine import CONTEXT_STORAGES
+                from wikirag.lightrag.readtokens import retrieval_tokenizer
+
+                engine_kwargs.setdefault("tokenizer", retrieval_tokenizer())
+                engine_kwargs.setdefault("reading", CONTEXT_STORAGES["naive" if mode == "naive" else "graph"])
             rag = await stack.enter_async_context(open_engine(config, llm_func=llm_func, **engine_kwargs))
         if use_llm:
             raw = await rag.aquery_llm(question, param)
@@ -218,7 +208,9 @@ async def query_store(
         # LightRAG returns None or a failure dict on some errors instead of raising.
         if not isinstance(raw, dict) or raw.get("status") == "failure":
             message = raw.get("message") if isinstance(raw, dict) else "LightRAG returned nothing"
-            raise QueryFailed(f"query failed: {message}")
+            if not (isinstance(raw, dict) and str(message).startswith(("No relevant", "Query returned no results"))):
+                raise QueryFailed(f"query failed: {message}")
+            raw = {"data": {}, "metadata": raw.get("metadata")}  # nothing matched: an empty context, not an error
         data = raw.get("data") or {}
         answer = None
         if use_llm:
@@ -229,6 +221,14 @@ async def query_store(
                 answer = llm.get("content")
             if answer is None:
                 raise QueryFailed("the LLM returned no answer")
+    sources = _sources(data, notes, config.vault)
+    if fusion:
+        from wikirag.index.lexical import load_index
+        from wikirag.query.search import fused_sources
+
+        lexical = lexical if lexical is not None else load_index(config.workspace_dir)
+        sources = [Source(p, notes.title(p), obsidian_uri(config.vault, p), found)
+                   for p, found in fused_sources(notes, lexical, question, [s.path for s in sources])]
     keywords = (raw.get("metadata") or {}).get("keywords") or {}
     reason = None
     if answer is None:
@@ -244,7 +244,7 @@ async def query_store(
         entities=data.get("entities", []),
         relations=data.get("relationships", []),
         chunks=data.get("chunks", []),
-        sources=_sources(data, ledger, config.vault),
+        sources=sources,
     )
 
 

@@ -21,7 +21,7 @@ LOCK_FILENAME = "wikirag.lock"
 # nothing else, so a store pointed at the wrong folder can never take a user's file with it.
 STORE_FILE_PATTERNS = (
     "kv_store_*.json", "vdb_*.json", "graph_chunk_entity_relation.graphml", "wikirag_*.json", "wikirag_*.jsonl",
-    "wikirag_index.sqlite", "wikirag_index.sqlite-wal", "wikirag_index.sqlite-shm",
+    "wikirag_index.sqlite", "wikirag_index.sqlite-wal", "wikirag_index.sqlite-shm", "wikirag_lexical.npz",
     ".kv_store_*.tmp", ".vdb_*.tmp", ".wikirag_*.tmp",
 )
 

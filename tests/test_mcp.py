@@ -1,0 +1,132 @@
+"""`wikirag mcp` driven over real stdio by the official SDK's own client: every tool, and bad arguments
+coming back as tool errors while the server lives on."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mcp")
+from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
+
+from tests.storekit import HashEmbedding, copy_vault  # noqa: E402
+from wikirag.index.ledger import Ledger  # noqa: E402
+from wikirag.index.run import run_index  # noqa: E402
+from wikirag.settings import load_config  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "sample_vault"
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def built_vault(tmp_path_factory) -> Path:
+    vault = copy_vault(SAMPLE, tmp_path_factory.mktemp("mcp") / "vault")
+    run_index(load_config(vault), embedding_func=HashEmbedding().func())
+    return vault
+
+
+def _params(vault: Path) -> StdioServerParameters:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WIKIRAG_")}
+    env["PYTHONPATH"] = str(ROOT)
+    return StdioServerParameters(command=sys.executable, args=[str(ROOT / "tests" / "mcp_entry.py"), str(vault)],
+                                 env=env, cwd=str(ROOT))
+
+
+@pytest.mark.anyio
+async def test_every_tool_over_stdio(built_vault):
+    async with stdio_client(_params(built_vault)) as (read, write), ClientSession(read, write) as session:
+        init = await session.initialize()
+        assert init.server_info.name == "wikirag"
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        assert set(tools) == {"search", "query", "get_note", "neighbors", "status"}
+        for tool in tools.values():
+            assert tool.annotations.read_only_hint is True and tool.output_schema is not None
+
+        r = await session.call_tool("search", {"query": "Who added the diagonal board to the Bombe?", "limit": 5})
+        assert not r.is_error, r.content
+        hits = r.structured_content["hits"]
+        assert {"people/Gordon Welchman.md", "projects/Bombe.md"} <= {h["path"] for h in hits}
+        top = hits[0]
+        assert top["obsidian_uri"].startswith("obsidian://open?vault=vault&file=") and top["passages"]
+        assert set(top["matched_by"]) <= {"names", "lexical", "lightrag"}
+
+        r = await session.call_tool("search", {"query": "diagonal board", "mode": "lexical", "limit": 3})
+        assert r.structured_content["hits"][0]["path"] in {"people/Gordon Welchman.md", "projects/Bombe.md"}
+        assert r.structured_content["hits"][0]["matched_by"] == ["lexical"]
+
+        r = await session.call_tool("query", {"question": "Who designed the Bombe?", "mode": "hybrid"})
+        assert not r.is_error, r.content
+        out = r.structured_content
+        assert out["answer"] is None and "no LLM" in out["no_answer_reason"]
+        assert out["sources"] and all(s["obsidian_uri"].startswith("obsidian://") for s in out["sources"])
+        relations = [f for f in out["facts"] if f["kind"] == "relation"]
+        assert relations and any(f["origin"] == "link" for f in relations)
+        assert all(f["origin"] in {"link", "llm", "unknown"} for f in out["facts"])
+
+        r = await session.call_tool("get_note", {"path_or_title": "turing"})  # an alias, any case
+        note = r.structured_content
+        assert note["path"] == "people/Alan Turing.md" and "Turing" in note["content"]
+        assert isinstance(note["properties"], dict) and note["obsidian_uri"].endswith("Alan%20Turing")
+
+        r = await session.call_tool("neighbors", {"note": "Bombe", "depth": 2})
+        n = r.structured_content
+        assert n["path"] == "projects/Bombe.md"
+        assert any(link["note"] == "people/Alan Turing.md" and link["origin"] == "link" for link in n["links"])
+        assert any(b["note"] == "people/Gordon Welchman.md" for b in n["backlinks"])
+        assert n["graph"] and all(g["depth"] == 2 for g in n["graph"])
+
+        r = await session.call_tool("status", {})
+        status = r.structured_content
+        indexed = Ledger.load(load_config(built_vault).workspace_dir).notes
+        assert status["notes"] == len(indexed) and status["lexical_index"] is True
+        assert status["indexed"] + status["pending_extraction"] + status["failed"] == len(indexed)
+        assert status["vault"] == str(built_vault.resolve()) and status["last_run"]["finished_at"]
+        assert status["stale_notes"] == 0 and status["watching"] is False
+
+        # bad arguments and unknown notes: error results, the server lives on
+        for name, args, needle in [
+            ("search", {"query": "x", "limit": 0}, "limit"),
+            ("search", {"query": "x", "mode": "bogus"}, "mode"),
+            ("search", {}, "query"),
+            ("get_note", {"path_or_title": "No such note"}, "no note named"),
+            ("neighbors", {"note": "Bombe", "depth": 9}, "depth"),
+            ("query", {"question": "x", "mode": "bypass"}, "mode"),
+        ]:
+            r = await session.call_tool(name, args)
+            assert r.is_error, (name, args)
+            assert needle in r.content[0].text, r.content[0].text
+        r = await session.call_tool("status", {})
+        assert not r.is_error
+
+
+@pytest.mark.anyio
+async def test_watch_keeps_the_served_index_following_the_vault(tmp_path):
+    """`--watch`: a fresh vault is indexed while serving, and a saved edit becomes searchable."""
+    import anyio
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Alpha.md").write_text("# Alpha\n\nThe first note.\n", encoding="utf-8")
+    (vault / "Beta.md").write_text("# Beta\n\nLinks to [[Alpha]].\n", encoding="utf-8")
+    params = _params(vault)
+    params.args.append("--watch")
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        status = (await session.call_tool("status", {})).structured_content
+        assert status["watching"] is True and status["notes"] == 2
+        (vault / "Alpha.md").write_text("# Alpha\n\nA xylophonic melody.\n", encoding="utf-8")
+        found = []
+        with anyio.move_on_after(60):
+            while not found:
+                await anyio.sleep(0.5)
+                r = await session.call_tool("search", {"query": "xylophonic", "mode": "lexical"})
+                found = [h["path"] for h in r.structured_content["hits"]]
+        assert found == ["Alpha.md"]

@@ -1,0 +1,157 @@
+"""Lexical + names + LightRAG retrieval: the tokenizer, the BM25 index kept in step by `index`, the names
+automaton, LightRAG's document rows, and `wikirag search` through the CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.storekit import HashEmbedding, copy_vault
+from wikirag.cli import app
+from wikirag.index.lexical import LEXICAL_FILENAME, load_index, tokenize
+from wikirag.index.run import run_index
+from wikirag.lightrag import engine
+from wikirag.query.engine import WarmEngine
+from wikirag.query.notes import NoteTable, read_note_table
+from wikirag.query.search import rrf
+from wikirag.settings import load_config
+from wikirag.storage.fs import is_store_file
+
+SAMPLE = Path(__file__).resolve().parent.parent / "sample_vault"
+runner = CliRunner()
+
+
+@pytest.fixture
+def fast_embedding(monkeypatch):
+    monkeypatch.setattr(engine, "make_embedding_func", lambda spec, counter, base_url=None: HashEmbedding().func())
+
+
+@pytest.fixture(scope="module")
+def sample_store(tmp_path_factory):
+    vault = copy_vault(SAMPLE, tmp_path_factory.mktemp("retrieval") / "vault")
+    config = load_config(vault)
+    run_index(config, embedding_func=HashEmbedding().func())
+    return config
+
+
+def _search(config, query, mode="lexical", limit=5):
+    async def run():
+        async with WarmEngine(config, embedding_func=HashEmbedding().func()) as warm:
+            return await warm.search(query, limit=limit, mode=mode)
+
+    return asyncio.run(run())
+
+
+def test_tokens_are_stemmed_without_stopwords_and_cjk_becomes_bigrams():
+    assert tokenize("The machines were running") == ["machin", "run"]
+    assert tokenize("卡片笔记") == ["卡片", "片笔", "笔记"]
+    assert tokenize("猫") == ["猫"]
+    assert tokenize("ＡＢＣ Ｄｅｆ") == ["abc", "def"]  # NFKC folds full-width letters
+    assert tokenize("Zettelkasten与卡片") == ["zettelkasten", "与卡", "卡片"]
+
+
+def test_rrf_sums_reciprocal_ranks():
+    fused = rrf({"a": ["x", "y"], "b": ["y", "z"]})
+    assert [p for p, _ in fused] == ["y", "x", "z"]
+    assert fused[0][1] == pytest.approx(1 / 62 + 1 / 61)
+
+
+def test_names_match_at_word_boundaries_only():
+    table = NoteTable({"Enigma.md": {"title": "Enigma", "aliases": ["The machine"]},
+                       "卡片笔记.md": {"title": "卡片笔记"}, "Enigma machine.md": {"title": "Enigma machine"}})
+    assert table.notes_named_in("How did the Enigma machine work?") == ["Enigma machine.md"]
+    assert table.notes_named_in("Enigmas and enigmatic things") == []
+    assert table.notes_named_in("我在用卡片笔记写作") == ["卡片笔记.md"]
+    assert table.resolve("the MACHINE") == "Enigma.md" and table.resolve("[[Enigma machine|x]]") == "Enigma machine.md"
+
+
+def test_index_writes_the_lexical_index_and_document_rows(sample_store):
+    config = sample_store
+    index = load_index(config.workspace_dir)
+    notes = read_note_table(config).notes
+    assert index is not None and index.size == sum(n["chunks"] for n in notes.values())
+    assert is_store_file(config.workspace_dir / LEXICAL_FILENAME)
+    rows = json.loads((config.workspace_dir / "kv_store_doc_status.json").read_text())
+    assert sorted(r["file_path"] for r in rows.values()) == sorted(notes)
+    assert all(r["status"] == "processed" for r in rows.values())
+    docs = json.loads((config.workspace_dir / "kv_store_full_docs.json").read_text())
+    assert set(docs) == set(rows) and all(d["file_path"] in notes for d in docs.values())
+
+
+def test_lexical_search_finds_exact_terms_with_passages(sample_store):
+    result = _search(sample_store, "diagonal board")
+    assert result.hits[0].path in {"people/Gordon Welchman.md", "projects/Bombe.md"}
+    assert any("diagonal board" in p.lower() for p in result.hits[0].passages)
+    assert result.hits[0].matched_by == ["lexical"]
+
+
+def test_a_specific_name_ranks_its_note_and_a_common_one_does_not(sample_store):
+    result = _search(sample_store, "What did Alkindus write?", limit=3)  # an alias of Al-Kindi
+    assert result.hits[0].path == "people/Al-Kindi.md" and "names" in result.hits[0].matched_by
+    common = _search(sample_store, "Turing", limit=3)  # an alias too, but written in many notes
+    assert common.hits[0].path == "people/Alan Turing.md" and "names" not in common.hits[0].matched_by
+
+
+def test_search_fuses_lightrag_retrieval(sample_store):
+    result = _search(sample_store, "Who came up with the diagonal board?", mode="mix")
+    assert any("lightrag" in h.matched_by for h in result.hits)
+    assert "people/Gordon Welchman.md" in [h.path for h in result.hits]
+
+
+def test_edits_and_deletions_reach_the_lexical_index_and_document_rows(tmp_path):
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Alpha.md").write_text("# Alpha\n\nNothing special here.\n", encoding="utf-8")
+    (vault / "Beta.md").write_text("# Beta\n\nLinks to [[Alpha]].\n", encoding="utf-8")
+    (vault / "卡片.md").write_text("# 卡片\n\n卡片笔记写作法强调每张卡片只记录一个想法。\n", encoding="utf-8")
+    config = load_config(vault, store=tmp_path / "store")
+    run_index(config, embedding_func=HashEmbedding().func())
+    assert _search(config, "xylophonic").hits == []
+    assert _search(config, "写作法").hits[0].path == "卡片.md"
+    (vault / "Alpha.md").write_text("# Alpha\n\nA xylophonic melody.\n", encoding="utf-8")
+    (vault / "Beta.md").unlink()
+    run_index(config, embedding_func=HashEmbedding().func())
+    assert [h.path for h in _search(config, "xylophonic").hits] == ["Alpha.md"]
+    assert "Beta.md" not in load_index(config.workspace_dir).chunk_paths
+    rows = json.loads((config.workspace_dir / "kv_store_doc_status.json").read_text())
+    assert sorted(r["file_path"] for r in rows.values()) == ["Alpha.md", "卡片.md"]
+
+
+def test_rebuild_deletes_the_lexical_index_and_writes_it_again(tmp_path, fast_embedding):
+    vault = copy_vault(SAMPLE, tmp_path / "vault")
+    assert runner.invoke(app, ["index", str(vault)]).exit_code == 0
+    lexical = load_config(vault).workspace_dir / LEXICAL_FILENAME
+    lexical.write_bytes(b"not an index")
+    assert runner.invoke(app, ["index", str(vault), "--rebuild"]).exit_code == 0
+    assert load_index(lexical.parent) is not None
+
+
+def test_cli_search_prints_ranked_notes(sample_store, fast_embedding):
+    vault = str(sample_store.vault)
+    result = runner.invoke(app, ["search", "Who broke the Zimmermann telegram?", "--vault", vault, "--json", "-n", "3"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert len(data["hits"]) == 3
+    hit = next(h for h in data["hits"] if h["path"] == "Zimmermann Telegram.md")
+    assert hit["obsidian_uri"].startswith("obsidian://open?vault=vault&file=Zimmermann") and hit["passages"]
+    shown = runner.invoke(app, ["search", "diagonal board", "--vault", vault, "-m", "lexical"])
+    assert shown.exit_code == 0 and "Welchman" in shown.stdout
+    bad = runner.invoke(app, ["search", "x", "--vault", vault, "-m", "bogus"])
+    assert bad.exit_code == 1 and "unknown search mode" in bad.output
+
+
+def test_the_retrieval_tokenizer_round_trips_and_counts_close_to_tiktoken():
+    from wikirag.lightrag.readtokens import retrieval_tokenizer
+    from wikirag.lightrag.tokens import count_tokens
+
+    tokenizer = retrieval_tokenizer()
+    for path in ("people/Alan Turing.md", "concepts/暗号史.md", "Index.md"):
+        text = (SAMPLE / path).read_text(encoding="utf-8")
+        tokens = tokenizer.encode(text)
+        assert tokenizer.decode(tokens) == text
+        assert tokenizer.decode(tokens[:10]) == text[: len(tokenizer.decode(tokens[:10]))]
+        assert 0.75 < len(tokens) / count_tokens(text) < 1.25, path

@@ -1,0 +1,270 @@
+"""`wikirag mcp`: the vault's index as a Model Context Protocol server over stdio (official `mcp` SDK).
+
+One warm engine per process (query.engine.WarmEngine) serves every call. Tools are read-only and return
+structured JSON (pydantic models give each an output schema) citing notes by path, title, heading and
+obsidian:// URI; graph facts say whether they came from a link or from LLM extraction. A tool's problem
+(unknown note, bad mode, empty query) is raised as ToolError: the client gets an error result it can read,
+the server goes on. stdout is the protocol channel: nothing else may be printed there.
+`--watch` runs `watch_vault` (the same path as `wikirag watch`, holding the one writer lock) beside it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sys
+import threading
+from collections.abc import AsyncIterator
+from dataclasses import asdict
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel, Field
+
+from wikirag.errors import WikiragError
+from wikirag.query.engine import WarmEngine
+from wikirag.settings import WikiragConfig
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
+                            open_world_hint=False)
+log = logging.getLogger("wikirag.mcp")
+
+
+class Hit(BaseModel):
+    path: str
+    title: str
+    heading: str
+    obsidian_uri: str
+    score: float
+    matched_by: list[str] = Field(description="rankings that found it: names, lexical (BM25), lightrag")
+    passages: list[str]
+
+
+class SearchOut(BaseModel):
+    query: str
+    mode: str
+    hits: list[Hit]
+    notes: list[str]
+
+
+class Source(BaseModel):
+    path: str
+    title: str
+    obsidian_uri: str
+    found_by: list[str] = Field(description="lightrag (its context), lexical (BM25), names (named in the question)")
+
+
+class Fact(BaseModel):
+    kind: Literal["entity", "relation"]
+    name: str = Field(description="entity name, or 'source -> target' for a relation")
+    description: str
+    notes: list[str] = Field(description="vault paths of the notes the fact is recorded from")
+    origin: Literal["link", "llm", "unknown"] = Field(description="link: from wikilinks/frontmatter; llm: extracted")
+
+
+class Passage(BaseModel):
+    path: str
+    content: str
+
+
+class QueryOut(BaseModel):
+    question: str
+    mode: str
+    answer: str | None
+    no_answer_reason: str | None
+    keywords: dict[str, list[str]]
+    facts: list[Fact]
+    passages: list[Passage]
+    sources: list[Source]
+
+
+class NoteOut(BaseModel):
+    path: str
+    title: str
+    obsidian_uri: str
+    aliases: list[str]
+    tags: list[str]
+    status: str
+    properties: dict[str, Any]
+    content: str
+
+
+class LinkOut(BaseModel):
+    note: str | None
+    name: str
+    description: str
+    origin: str
+
+
+class NeighboursOut(BaseModel):
+    path: str
+    title: str
+    links: list[LinkOut]
+    backlinks: list[LinkOut]
+    graph: list[dict[str, Any]]
+
+
+class StatusOut(BaseModel):
+    vault: str
+    store: str
+    workspace: str
+    notes: int
+    indexed: int
+    pending_extraction: int
+    failed: int
+    chunks: int
+    lexical_index: bool
+    last_run: dict[str, Any]
+    stale_notes: int
+    watching: bool
+
+
+def _split(value: Any) -> list[str]:
+    return [v for v in str(value or "").split("<SEP>") if v]
+
+
+def _origins(engine: WarmEngine) -> tuple[dict[tuple[str, str], str], dict[str, str]]:
+    """Where graph facts came from, per relation (sorted ends) and per entity: "link" wins over "llm"."""
+    pairs: dict[tuple[str, str], str] = {}
+    entities: dict[str, str] = {n.get("entity", ""): "link" for n in engine.notes.notes.values()}
+    for relations in engine.notes.links().values():
+        for src, tgt, _description, origin in relations:
+            key = (min(src, tgt), max(src, tgt))
+            if pairs.get(key) != "link":
+                pairs[key] = origin
+            for end in (src, tgt):
+                if entities.get(end) != "link":
+                    entities[end] = origin
+    return pairs, entities
+
+
+def build_server(config: WikiragConfig, *, watch: bool = False, llm_func: Any = None,
+                 **engine_kwargs: Any) -> MCPServer:
+    """The MCP server for one store; `engine_kwargs` go to LightRAG's engine (tests pass a hash embedder)."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(server: MCPServer) -> AsyncIterator[WarmEngine]:
+        stop = threading.Event()
+        watcher: asyncio.Task | None = None
+        if watch:
+            from wikirag.index.watch import watch_vault
+
+            watcher = asyncio.create_task(watch_vault(config, stop=stop, on_batch=_log_batch, **engine_kwargs))
+            from wikirag.storage.ledger_store import ledger_store
+
+            store = ledger_store(config.storage, config.workspace_dir, config.workspace)
+            while not store.exists() and not watcher.done():  # a first index is still being built
+                await asyncio.sleep(0.2)
+            if watcher.done() and watcher.exception() is not None:
+                raise watcher.exception()
+        async with WarmEngine(config, **engine_kwargs) as engine:
+            engine.watching = watch
+            try:
+                yield engine
+            finally:
+                stop.set()
+                if watcher is not None:
+                    with contextlib.suppress(Exception):
+                        await asyncio.wait_for(watcher, timeout=10)
+
+    server = MCPServer(
+        "wikirag",
+        instructions=(f"Search and read the Obsidian vault '{config.vault.name}' indexed by wikirag: `search` for "
+                      "ranked notes with passages, `query` for LightRAG's graph retrieval, `get_note` to read a "
+                      "note, `neighbors` for its links and backlinks, `status` for the index's state."),
+        lifespan=lifespan,
+        log_level="WARNING",
+    )
+
+    def engine_of(ctx: Context) -> WarmEngine:
+        return ctx.request_context.lifespan_context
+
+    async def guarded(call: Any) -> Any:
+        try:
+            return await call
+        except WikiragError as exc:
+            raise ToolError(str(exc)) from None
+
+    @server.tool(annotations=READ_ONLY)
+    async def search(
+        query: Annotated[str, Field(min_length=1, description="Keywords or a question")],
+        ctx: Context,
+        limit: Annotated[int, Field(ge=1, le=50, description="How many notes")] = 10,
+        mode: Annotated[Literal["naive", "mix", "hybrid", "local", "global", "lexical"],
+                        Field(description="LightRAG retrieval fused with BM25 and names; lexical: BM25 + names only")]
+        = "naive",
+    ) -> SearchOut:
+        """Find notes: ranked notes with their best passages (BM25 + names + LightRAG, fused). No LLM call."""
+        result = await guarded(engine_of(ctx).search(query, limit=limit, mode=mode))
+        return SearchOut.model_validate(asdict(result))
+
+    @server.tool(annotations=READ_ONLY)
+    async def query(
+        question: Annotated[str, Field(min_length=1, description="The question")],
+        ctx: Context,
+        mode: Annotated[Literal["naive", "local", "global", "hybrid", "mix"],
+                        Field(description="LightRAG's retrieval mode")] = "hybrid",
+        fusion: Annotated[bool, Field(description="rank sources with BM25 and names too; false: LightRAG's order")]
+        = True,
+    ) -> QueryOut:
+        """LightRAG retrieval: entities, relations and passages with their notes; an answer when an LLM is set."""
+        engine = engine_of(ctx)
+        result = await guarded(engine.query(question, mode=mode, llm_func=llm_func, fusion=fusion))
+        pairs, entities = _origins(engine) if result.relations or result.entities else ({}, {})
+        facts = [Fact(kind="entity", name=str(e.get("entity_name", "")), description=str(e.get("description", "")),
+                      notes=_split(e.get("file_path")), origin=entities.get(str(e.get("entity_name")), "unknown"))
+                 for e in result.entities]
+        for r in result.relations:
+            src, tgt = str(r.get("src_id")), str(r.get("tgt_id"))
+            facts.append(Fact(kind="relation", name=f"{src} -> {tgt}", description=str(r.get("description", "")),
+                              notes=_split(r.get("file_path")),
+                              origin=pairs.get((min(src, tgt), max(src, tgt)), "unknown")))
+        return QueryOut(question=result.question, mode=result.mode, answer=result.answer,
+                        no_answer_reason=result.no_answer_reason, keywords=result.keywords, facts=facts,
+                        passages=[Passage(path=str(c.get("file_path", "")), content=str(c.get("content", "")))
+                                  for c in result.chunks],
+                        sources=[Source(**asdict(s)) for s in result.sources])
+
+    @server.tool(annotations=READ_ONLY)
+    async def get_note(
+        path_or_title: Annotated[str, Field(min_length=1, description="Vault path, title, alias or [[link]]")],
+        ctx: Context,
+    ) -> NoteOut:
+        """Read one note: its Markdown text and properties (names resolve as Obsidian resolves links)."""
+        try:
+            return NoteOut.model_validate(asdict(engine_of(ctx).get_note(path_or_title)))
+        except WikiragError as exc:
+            raise ToolError(str(exc)) from None
+
+    @server.tool(annotations=READ_ONLY)
+    async def neighbors(
+        note: Annotated[str, Field(min_length=1, description="Vault path, title or alias")],
+        ctx: Context,
+        depth: Annotated[int, Field(ge=1, le=3, description="1: links and backlinks; 2-3: the graph further out")]
+        = 1,
+    ) -> NeighboursOut:
+        """A note's links, backlinks and graph neighbours, each with its relation sentence and origin."""
+        try:
+            return NeighboursOut.model_validate(asdict(engine_of(ctx).neighbors(note, depth)))
+        except WikiragError as exc:
+            raise ToolError(str(exc)) from None
+
+    @server.tool(annotations=READ_ONLY)
+    async def status(ctx: Context) -> StatusOut:
+        """The index: notes indexed, pending extraction, last run, store location, notes changed since."""
+        return StatusOut.model_validate(asdict(engine_of(ctx).status()))
+
+    return server
+
+
+def _log_batch(batch: Any) -> None:
+    print(f"wikirag watch: {getattr(batch, 'notes_changed', '?')} notes re-indexed", file=sys.stderr)
+
+
+def serve_stdio(config: WikiragConfig, *, watch: bool = False, llm_func: Any = None) -> None:
+    """Run the server on stdin/stdout until the client closes it."""
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+    build_server(config, watch=watch, llm_func=llm_func).run()

@@ -1,0 +1,113 @@
+"""`wikirag search` and `wikirag mcp`: the everyday retrieval commands. Heavy modules load inside the
+commands, so `wikirag --help` and a lexical search start fast."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from wikirag.cli.common import ConfigOpt, JsonOpt, LLMOpt, StoreOpt, app, build_config, fail
+from wikirag.errors import WikiragError
+
+
+@app.command()
+def search(
+    text: Annotated[str, typer.Argument(metavar="QUERY", help="Keywords or a question.", show_default=False)],
+    *,
+    vault: Annotated[
+        Path | None, typer.Option("--vault", help="Vault (default: found from the current folder upwards).")
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=100, help="How many notes.")] = 10,
+    mode: Annotated[
+        str, typer.Option("--mode", "-m", help="naive, mix, hybrid, local, global (LightRAG + BM25) or lexical.")
+    ] = "naive",
+    store: StoreOpt = None,
+    config_file: ConfigOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Find notes: ranked notes with their best passages. No LLM call.
+
+    BM25 over the notes' text, the notes named in the query (titles, aliases) and LightRAG's retrieval in
+    the chosen mode (default naive: vector search over chunks, which loads no graph), fused by reciprocal
+    rank. `--mode lexical` skips the embedding model: the fastest start.
+
+    Example:
+
+        wikirag search "diagonal board" --vault ~/Notes
+        wikirag search "who broke Enigma" -m lexical --json
+    """
+    from wikirag.query.engine import WarmEngine
+    from wikirag.query.retrieve import find_vault
+
+    async def run() -> object:
+        async with WarmEngine(config, graph=mode not in ("naive", "lexical")) as engine:
+            return await engine.search(text, limit=limit, mode=mode)
+
+    try:
+        root = (vault.expanduser() if vault else None) or find_vault(Path.cwd())
+        config = build_config(root, store=store, config_file=config_file)
+        result = asyncio.run(run())
+    except WikiragError as exc:
+        fail(str(exc))
+    if as_json:
+        typer.echo(json.dumps(asdict(result), ensure_ascii=False, indent=2))
+        return
+    from wikirag.cli.render import render_search_result
+
+    render_search_result(result)
+
+
+@app.command()
+def mcp(
+    vault: Annotated[
+        Path | None,
+        typer.Argument(metavar="[VAULT]", help="The vault (default: found from the current folder upwards).",
+                       show_default=False),
+    ] = None,
+    *,
+    watch: Annotated[bool, typer.Option("--watch", help="Keep the index following the vault while serving.")] = False,
+    store: StoreOpt = None,
+    config_file: ConfigOpt = None,
+    llm: LLMOpt = None,
+) -> None:
+    """Serve the vault's index to AI agents over MCP (stdio): search, query, get_note, neighbors, status.
+
+    Example:
+
+        wikirag mcp ~/Notes --watch
+
+    Claude Desktop (claude_desktop_config.json; give absolute paths):
+
+        {"mcpServers": {"wikirag": {"command": "/abs/path/wikirag", "args": ["mcp", "/Users/me/Notes"]}}}
+
+    Claude Code:
+
+        claude mcp add --scope user wikirag -- wikirag mcp ~/Notes
+    """
+    from wikirag.query.retrieve import find_vault
+
+    try:
+        root = (vault.expanduser() if vault else None) or find_vault(Path.cwd())
+        config = build_config(root.resolve(), store=store.expanduser() if store else None,
+                              config_file=config_file, llm=llm)
+        llm_func = None
+        if config.llm.model:
+            from wikirag.llm.client import make_llm_func
+
+            llm_func = make_llm_func(config.llm)
+        if not watch:
+            from wikirag.storage.ledger_store import ledger_store
+
+            if not ledger_store(config.storage, config.workspace_dir, config.workspace).exists():
+                fail(f"{config.workspace_dir}: no index here; run `wikirag index {config.vault}` first "
+                     "(or start with --watch to index while serving)")
+        from wikirag.cli.mcp_server import serve_stdio
+
+        serve_stdio(config, watch=watch, llm_func=llm_func)
+    except WikiragError as exc:
+        fail(str(exc))

@@ -1,0 +1,158 @@
+"""What a query needs to know about the notes, read through one narrow seam: `read_note_table(config)`.
+
+Queries never load the whole ledger: the index run writes a small names file beside it (index.lexical),
+holding per note its title, entity, aliases, tags, status and chunk count. If that file is missing (a store
+built before it existed) the ledger is read once as a fallback. Names found in a question are matched by an
+Aho-Corasick automaton (pyahocorasick): one pass over the question, whatever the number of names, instead
+of one regular expression per name.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+import urllib.parse
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from wikirag.index.lexical import IS_CJK, LINKS_FILENAME, NAMES_FILENAME
+from wikirag.settings import WikiragConfig
+
+_WORDCHAR = re.compile(r"\w")
+
+
+def fold(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+@dataclass
+class NoteTable:
+    """Per note path: title, entity, aliases, entities, tags, status, doc_id, chunks."""
+
+    notes: dict[str, dict[str, Any]]
+    workspace_dir: Path | None = None
+    last_run: dict[str, Any] = field(default_factory=dict)
+
+    @cached_property
+    def by_name(self) -> dict[str, list[str]]:
+        """Folded title / entity / alias / file name -> the notes so named (Obsidian resolves these)."""
+        names: dict[str, list[str]] = {}
+        for path, note in self.notes.items():
+            stem = Path(path).stem
+            for name in {stem, note.get("title") or stem, note.get("entity") or stem, *note.get("aliases", [])}:
+                if name:
+                    names.setdefault(fold(name), []).append(path)
+        return names
+
+    @cached_property
+    def _automaton(self) -> Any:
+        import ahocorasick
+
+        automaton = ahocorasick.Automaton()
+        surfaces: dict[str, str] = {}
+        for surface in self.by_name:
+            surfaces[surface] = surface
+        for note in self.notes.values():
+            for name in note.get("entities", []):
+                surfaces.setdefault(fold(name), name)
+        for surface, name in surfaces.items():
+            if len(surface) >= 3 or surface.isdigit() or IS_CJK.search(surface):
+                automaton.add_word(surface, (surface, name))
+        if len(automaton):
+            automaton.make_automaton()
+        return automaton
+
+    def names_in(self, text: str) -> list[str]:
+        """Folded names found in the text at word boundaries (CJK ends need none), longest first, no
+        name inside a longer one found at the same place."""
+        automaton = self._automaton
+        if not len(automaton):
+            return []
+        folded = fold(text)
+        spans: list[tuple[int, int, str]] = []
+        for end, (surface, _name) in automaton.iter(folded):
+            start = end - len(surface) + 1
+            if not IS_CJK.match(surface[0]) and start > 0 and _WORDCHAR.match(folded[start - 1]):
+                continue
+            if not IS_CJK.match(surface[-1]) and end + 1 < len(folded) and _WORDCHAR.match(folded[end + 1]):
+                continue
+            spans.append((start, end + 1, surface))
+        spans.sort(key=lambda s: (-(s[1] - s[0]), s[0]))
+        kept: list[tuple[int, int, str]] = []
+        for span in spans:
+            if not any(k[0] <= span[0] and span[1] <= k[1] for k in kept):
+                kept.append(span)
+        return list(dict.fromkeys(s[2] for s in kept))
+
+    def display_name(self, surface: str) -> str:
+        """The entity name a folded surface stands for (LightRAG's names keep their case)."""
+        paths = self.by_name.get(surface)
+        if paths:
+            return self.notes[paths[0]].get("entity") or Path(paths[0]).stem
+        found = self._automaton.get(surface, None)
+        return found[1] if found else surface
+
+    def notes_named_in(self, text: str) -> list[str]:
+        """Notes whose title, alias or file name the text mentions, longest name first."""
+        out: list[str] = []
+        for surface in self.names_in(text):
+            for path in self.by_name.get(surface, []):
+                if path not in out:
+                    out.append(path)
+        return out
+
+    def tags(self) -> set[str]:
+        return {t for note in self.notes.values() for t in note.get("tags", [])}
+
+    def resolve(self, path_or_title: str) -> str | None:
+        """A note by vault path (with or without .md), title, alias or file name, as Obsidian resolves
+        [[links]]: an exact path first, then the shortest path among notes so named."""
+        raw = path_or_title.strip().removeprefix("[[").removesuffix("]]").split("|")[0].split("#")[0].strip()
+        for candidate in (raw, f"{raw}.md"):
+            if candidate in self.notes:
+                return candidate
+        folded = fold(raw.removesuffix(".md"))
+        by_path = {fold(p.removesuffix(".md")): p for p in self.notes}
+        if folded in by_path:
+            return by_path[folded]
+        paths = self.by_name.get(folded) or self.by_name.get(fold(Path(raw).stem))
+        if paths:
+            return sorted(paths, key=lambda p: (p.count("/"), len(p), p))[0]
+        return None
+
+    def title(self, path: str) -> str:
+        note = self.notes.get(path) or {}
+        return note.get("title") or Path(path).stem
+
+    def links(self) -> dict[str, list[list[str]]]:
+        """Per note its relations [source, target, description, origin] (read on demand: larger file)."""
+        if self.workspace_dir is None or not (self.workspace_dir / LINKS_FILENAME).is_file():
+            return {}
+        return json.loads((self.workspace_dir / LINKS_FILENAME).read_text(encoding="utf-8"))
+
+
+def read_note_table(config: WikiragConfig) -> NoteTable:
+    """The names table of a store (the seam between queries and the ledger's storage)."""
+    path = config.workspace_dir / NAMES_FILENAME
+    if path.is_file():
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return NoteTable(data.get("notes", {}), config.workspace_dir, data.get("last_run", {}))
+    from wikirag.index.ledger import Ledger
+    from wikirag.index.lexical import names_table
+    from wikirag.storage.ledger_store import ledger_store
+
+    ledger = Ledger.load(ledger_store(config.storage, config.workspace_dir, config.workspace))
+    return NoteTable(names_table(ledger), None)
+
+
+def obsidian_uri(vault: Path, path: str, heading: str = "") -> str:
+    """obsidian://open?vault=…&file=… (a heading is appended to the file as Obsidian's #anchor)."""
+    file = path[:-3] if path.endswith(".md") else path
+    if heading and " > " in heading:  # a section below the note's title
+        file += "#" + heading.split(" > ")[-1]
+    return "obsidian://open?" + urllib.parse.urlencode(
+        {"vault": vault.resolve().name, "file": file}, quote_via=urllib.parse.quote
+    )
