@@ -179,3 +179,19 @@ def test_index_and_stats_print_bracketed_file_names_literally(tmp_path, fast_emb
         assert result.exit_code == 0 and result.exception is None, (command, repr(result.exception))
         shown = " ".join(result.output.split())
         assert all(name in shown for name in names), (command, shown)
+
+
+def test_query_and_cost_estimate_print_bracketed_names_literally(tmp_path, fast_embedding):
+    """The same markup trap in the other renderings: sources, entities, chunks and the costliest notes."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "[red]Alert.md").write_text("The [red]Alert note links [[x[/]Other]] and names [bold]things.\n")
+    (vault / "x[").mkdir()
+    (vault / "x[" / "]Other.md").write_text("---\nwikirag: extract\n---\nAn essay about the [red]Alert note.\n")
+    assert invoke("index", str(vault)).exit_code == 0
+    result = invoke("query", "red Alert note", "--vault", str(vault), "-m", "hybrid")
+    assert result.exit_code == 0 and result.exception is None, repr(result.exception)
+    assert "[red]Alert.md" in " ".join(result.output.split())
+    result = invoke("cost-estimate", str(vault), "--top", "5")
+    assert result.exit_code == 0 and result.exception is None, repr(result.exception)
+    assert "x[/]Other.md" in " ".join(result.output.split())

@@ -235,7 +235,7 @@ def watch(
                         on_initial=lambda r: console.print(f"indexed {r.notes_indexed} of {r.notes_total} notes "
                                                            f"in {r.seconds:.2f} s; watching for changes"),
                         on_batch=lambda b: (live.update(watch_status(b, str(vault), 0)),
-                                            [console.print(line) for line in watch_lines(b)]),
+                                            [console.print(line, markup=False) for line in watch_lines(b)]),
                     ))
         stderr_console().print("stopped; the next start catches up with anything changed meanwhile")
     except KeyboardInterrupt:  # a second Ctrl-C while stopping

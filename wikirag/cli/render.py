@@ -151,7 +151,7 @@ def render_query_result(result: QueryResult, console: Console, *, answer_streame
         sources.add_column("title")
         sources.add_column("open in Obsidian", overflow="fold")
         for source in result.sources:
-            sources.add_row(source.path, source.title, source.obsidian_uri)
+            sources.add_row(Text(source.path), Text(source.title), Text(source.obsidian_uri))
         console.print(sources)
     if result.answer is not None and (result.entities or result.relations):
         names = ", ".join(e["entity_name"] for e in result.entities[:LIST_LIMIT])
@@ -166,8 +166,8 @@ def _render_context(result: QueryResult, console: Console) -> None:
         entities.add_column("type")
         entities.add_column("description", overflow="fold", max_width=70)
         for rank, entity in enumerate(result.entities[:LIST_LIMIT], start=1):
-            entities.add_row(str(rank), entity["entity_name"], str(entity.get("entity_type", "")),
-                             _first_line(entity.get("description", "")))
+            entities.add_row(str(rank), Text(entity["entity_name"]), Text(str(entity.get("entity_type", ""))),
+                             Text(_first_line(entity.get("description", ""))))
         console.print(entities)
     if result.relations:
         relations = Table(title="Relations", box=None, title_justify="left", title_style="bold")
@@ -175,13 +175,15 @@ def _render_context(result: QueryResult, console: Console) -> None:
         relations.add_column("between")
         relations.add_column("description", overflow="fold", max_width=70)
         for rank, rel in enumerate(result.relations[:LIST_LIMIT], start=1):
-            relations.add_row(str(rank), f"{rel['src_id']} — {rel['tgt_id']}", _first_line(rel.get("description", "")))
+            relations.add_row(str(rank), Text(f"{rel['src_id']} — {rel['tgt_id']}"),
+                              Text(_first_line(rel.get("description", ""))))
         console.print(relations)
     for rank, chunk in enumerate(result.chunks[:5], start=1):
         text = chunk.get("content", "")
         if len(text) > 600:
             text = text[:600].rsplit(" ", 1)[0] + " …"
-        console.print(Panel(text, title=f"{rank}. {chunk.get('file_path', '')}", title_align="left", expand=False))
+        console.print(Panel(Text(text), title=Text(f"{rank}. {chunk.get('file_path', '')}"), title_align="left",
+                            expand=False))
     if len(result.chunks) > 5:
         console.print(Text(f"… and {len(result.chunks) - 5} more chunks (see --json)", style="dim"))
 
@@ -206,7 +208,7 @@ def render_graph_stats(graph: GraphStats, console: Console) -> None:
     top.add_column("entity")
     top.add_column("degree", justify="right")
     for name, degree in graph.top_degree:
-        top.add_row(name, str(degree))
+        top.add_row(Text(name), str(degree))
     console.print(Panel(Group(table, "", Text("Top entities by degree", style="bold"), top),
                         title="[bold]index graph[/bold]", expand=False))
 
@@ -220,7 +222,7 @@ def render_doctor(report: DoctorReport, console: Console) -> None:
     table.add_column("")
     table.add_column("detail", overflow="fold")
     for check in report.checks:
-        table.add_row(check.name, _MARKS[check.status], check.detail)
+        table.add_row(check.name, _MARKS[check.status], Text(check.detail))
     console.print(table)
 
 
@@ -287,7 +289,7 @@ def render_cost_estimate(estimate: CostEstimate, console: Console, top: int = 10
     for column in ("folder", "notes", "inject", "extract", "skip", "wikirag USD", "vanilla USD"):
         folders.add_column(column, justify="left" if column == "folder" else "right")
     for f in sorted(estimate.folders, key=lambda f: -f.vanilla_usd)[:LIST_LIMIT * 2]:
-        folders.add_row(f.folder or "/", f"{f.notes:,}", f"{f.inject:,}", f"{f.extract:,}", f"{f.skip:,}",
+        folders.add_row(Text(f.folder or "/"), f"{f.notes:,}", f"{f.inject:,}", f"{f.extract:,}", f"{f.skip:,}",
                         _usd(f.wikirag_usd), _usd(f.vanilla_usd))
     console.print(folders)
     notes = Table(title=f"Most expensive notes (wikirag plan, top {top})", title_justify="left", box=None)
@@ -295,7 +297,7 @@ def render_cost_estimate(estimate: CostEstimate, console: Console, top: int = 10
         notes.add_column(column, justify="right" if column in {"chunks", "input tokens", "USD"} else "left",
                          overflow="fold")
     for c in estimate.top_notes(top):
-        notes.add_row(c.path, c.route, str(c.chunks), f"{c.input_tokens:,}", _usd(c.usd), c.reason)
+        notes.add_row(Text(c.path), c.route, str(c.chunks), f"{c.input_tokens:,}", _usd(c.usd), Text(c.reason))
     console.print(notes)
 
 
