@@ -5,6 +5,7 @@ vault's names changed. Returns the records to re-derive (only those whose fragme
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from wikirag.graph.hygiene import EntityNames, HygieneLog
@@ -71,14 +72,16 @@ def _structure(entry: NoteEntry, contribution: NoteContribution | None) -> tuple
 async def extract_batch(rag: Any, hinting: HintingLLM, plan: Plan, paths: list[str], units_plan: UnitPlan,
                         contributions: dict[str, NoteContribution], ledger: Ledger, table: EntityNames,
                         report: IndexReport, tokenizer: Any, config: WikiragConfig,
-                        contribution_for: Any) -> Pending:
-    """Extract the units holding `paths` (a pack brings its other members along: their share is re-attributed
-    from the pack's answer, which LightRAG's cache gives back when the pack did not change)."""
+                        contribution_for: Any, done: Any = None) -> Pending:
+    """Extract the units holding `paths`, all groups concurrently (a pack brings its other members along:
+    their share is re-attributed from the pack's answer, which LightRAG's cache gives back when the pack did
+    not change). `done(n)` is called as each group's notes finish (the progress line)."""
     pending = Pending()
     groups: dict[Any, None] = {}
     for path in paths:
         groups.setdefault(("pack", units_plan.pack_of[path]) if path in units_plan.pack_of else ("note", path))
     todo = set(paths)
+    jobs = []
     for kind, ref in groups:
         if kind == "pack":
             pack = units_plan.packs[ref]
@@ -87,14 +90,37 @@ async def extract_batch(rag: Any, hinting: HintingLLM, plan: Plan, paths: list[s
         else:
             units, members, packed = note_units(plan, ref, contributions[ref], tokenizer, config), [ref], False
         members = [m for m in members if m in ledger.notes and (m in todo or ledger.notes[m].status == "indexed")]
-        pending.merge(await _extract_group(rag, hinting, plan, units, members, packed, contributions, ledger,
-                                           table, report, todo, contribution_for))
+        jobs.append((units, members, packed))
+    # Every group at once: the LLM client's semaphore holds the requests in flight to `[llm] concurrency`.
+    # Each answer reaches LightRAG's cache (and wikirag's journal) as it arrives; the ledger is saved by
+    # the caller after the whole batch, as before, so a crash mid-batch redoes the batch from the cache.
+    try:
+        async with asyncio.TaskGroup() as group:  # one failure (HintNotApplied) cancels the rest
+            tasks = [group.create_task(_extract_group(rag, hinting, plan, units, members, packed, contributions,
+                                                      ledger, table, report, todo, contribution_for, done))
+                     for units, members, packed in jobs]
+    except BaseExceptionGroup as failed:  # the caller sees the error itself, as before
+        raise failed.exceptions[0] from None
+    for task in tasks:
+        pending.merge(task.result())
     return pending
 
 
 async def _extract_group(rag: Any, hinting: HintingLLM, plan: Plan, units: list[Unit], members: list[str],
                          packed: bool, contributions: dict[str, NoteContribution], ledger: Ledger,
-                         table: EntityNames, report: IndexReport, todo: set[str], contribution_for: Any) -> Pending:
+                         table: EntityNames, report: IndexReport, todo: set[str], contribution_for: Any,
+                         done: Any = None) -> Pending:
+    try:
+        return await _extract_one(rag, hinting, plan, units, members, packed, contributions, ledger, table,
+                                  report, todo, contribution_for)
+    finally:
+        if done is not None:
+            done(sum(1 for m in members if m in todo))
+
+
+async def _extract_one(rag: Any, hinting: HintingLLM, plan: Plan, units: list[Unit], members: list[str],
+                       packed: bool, contributions: dict[str, NoteContribution], ledger: Ledger,
+                       table: EntityNames, report: IndexReport, todo: set[str], contribution_for: Any) -> Pending:
     if not units or not members:
         for path in members:
             if path in todo:
@@ -110,7 +136,7 @@ async def _extract_group(rag: Any, hinting: HintingLLM, plan: Plan, units: list[
                        "full_doc_id": u.key, "file_path": members[0],
                        **({"heading": u.heading} if u.heading else {})} for u in units}
     for u in units:
-        hinting.hints[u.content] = u.hint
+        hinting.hold(u.content, u.hint)
     try:
         results, keys = await extract_inputs(rag, payload)
     except HintNotApplied:
@@ -126,7 +152,7 @@ async def _extract_group(rag: Any, hinting: HintingLLM, plan: Plan, units: list[
         return Pending()
     finally:
         for u in units:
-            hinting.hints.pop(u.content, None)
+            hinting.release(u.content)
     nodes, edges = raw_records(results)
     unit_keys = {u.key for u in units}
     cache_keys = sorted({k for u in units for k in keys.get(u.key, [])})
