@@ -94,13 +94,16 @@ async def extract_batch(rag: Any, hinting: HintingLLM, plan: Plan, paths: list[s
     # Every group at once: the LLM client's semaphore holds the requests in flight to `[llm] concurrency`.
     # Each answer reaches LightRAG's cache (and wikirag's journal) as it arrives; the ledger is saved by
     # the caller after the whole batch, as before, so a crash mid-batch redoes the batch from the cache.
+    tasks = [asyncio.ensure_future(_extract_group(rag, hinting, plan, units, members, packed, contributions,
+                                                  ledger, table, report, todo, contribution_for, done))
+             for units, members, packed in jobs]
     try:
-        async with asyncio.TaskGroup() as group:  # one failure (HintNotApplied) cancels the rest
-            tasks = [group.create_task(_extract_group(rag, hinting, plan, units, members, packed, contributions,
-                                                      ledger, table, report, todo, contribution_for, done))
-                     for units, members, packed in jobs]
-    except BaseExceptionGroup as failed:  # the caller sees the error itself, as before
-        raise failed.exceptions[0] from None
+        await asyncio.gather(*tasks)
+    except BaseException:  # one failure (HintNotApplied, Ctrl-C) stops the rest before it propagates
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
     for task in tasks:
         pending.merge(task.result())
     return pending
