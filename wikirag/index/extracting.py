@@ -94,16 +94,25 @@ async def extract_batch(rag: Any, hinting: HintingLLM, plan: Plan, paths: list[s
     # Every group at once: the LLM client's semaphore holds the requests in flight to `[llm] concurrency`.
     # Each answer reaches LightRAG's cache (and wikirag's journal) as it arrives; the ledger is saved by
     # the caller after the whole batch, as before, so a crash mid-batch redoes the batch from the cache.
-    tasks = [asyncio.ensure_future(_extract_group(rag, hinting, plan, units, members, packed, contributions,
-                                                  ledger, table, report, todo, contribution_for, done))
-             for units, members, packed in jobs]
-    try:
-        await asyncio.gather(*tasks)
-    except BaseException:  # one failure (HintNotApplied, Ctrl-C) stops the rest before it propagates
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
+    def start(job: tuple[list[Unit], list[str], bool]) -> Any:
+        units, members, packed = job
+        return _extract_group(rag, hinting, plan, units, members, packed, contributions, ledger, table, report,
+                              todo, contribution_for, done)
+
+    # The first group alone: a run-stopping error (HintNotApplied: every prompt would lose its hint) surfaces
+    # once, before the whole batch is in flight.
+    results = [await start(jobs[0])] if jobs else []
+    tasks = [asyncio.ensure_future(start(job)) for job in jobs[1:]]
+    if tasks:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+        failed = next((t for t in tasks if t.done() and not t.cancelled() and t.exception()), None)
+        if failed is not None:
+            for task in tasks:
+                task.cancel()
+            await asyncio.wait(tasks)
+            failed.result()
+    for result in results:
+        pending.merge(result)
     for task in tasks:
         pending.merge(task.result())
     return pending
