@@ -6,6 +6,7 @@ to redo. Extract-routed notes then go through LightRAG's extraction with their h
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from wikirag.graph.contribution import note_contribution
@@ -13,6 +14,7 @@ from wikirag.graph.merge import merge_entity, merge_relation
 from wikirag.graph.records import NoteContribution
 from wikirag.index.extracting import extract_batch, fragment_changes, reclean
 from wikirag.index.ledger import Ledger, NoteEntry, Pending, chunks_digest
+from wikirag.index.live import LiveRun
 from wikirag.index.manifest import drop_manifest
 from wikirag.index.planning import Plan, entity_names_table
 from wikirag.index.report import IndexReport, Progress
@@ -24,7 +26,27 @@ from wikirag.settings import WikiragConfig
 
 
 async def run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: WikiragConfig,
-                    report: IndexReport, progress: Progress, hinting: HintingLLM | None) -> None:
+                    report: IndexReport, progress: Progress, hinting: HintingLLM | None,
+                    live: LiveRun | None = None) -> None:
+    ticker = asyncio.ensure_future(_tick(live, progress)) if live is not None and live.total else None
+    try:
+        await _run_plan(writer, ledger, plan, config, report, progress, hinting, live)
+    finally:
+        if ticker is not None:
+            ticker.cancel()
+
+
+async def _tick(live: LiveRun, progress: Progress) -> None:
+    """Refresh the live line every second while extraction runs (requests in flight, tokens, ETA)."""
+    while True:
+        await asyncio.sleep(1.0)
+        if live.done or live.usage is not None and live.usage.calls:
+            progress(live.line(), live.done, live.total)
+
+
+async def _run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: WikiragConfig,
+                    report: IndexReport, progress: Progress, hinting: HintingLLM | None,
+                    live: LiveRun | None) -> None:
     tokenizer = lightrag_tokenizer(config.index.encoding)
     drop_manifest(config.workspace_dir)  # the store is about to change (watch runs come here too)
     # Finish what a crashed run promised before anything new.
@@ -78,13 +100,22 @@ async def run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: Wiki
         # Phase 2: LLM extraction for extract-routed notes (their units: chunks, sections or packs).
         extract = [p for p in batch if ledger.notes[p].status == "extracting"]
         if extract and hinting and table is not None and units_plan is not None:
+            if live is not None and not live.done:
+                live.begin()
+
+            def done(notes: int) -> None:
+                if live is not None:
+                    live.done += notes
+                    progress(live.line(), live.done, live.total)
+
             pending = await extract_batch(writer.rag, hinting, plan, extract, units_plan, contributions, ledger,
                                           table, report, tokenizer, config,
-                                          lambda p: contribution_for(plan, p, tokenizer, config))
+                                          lambda p: contribution_for(plan, p, tokenizer, config), done)
             ledger.pending.merge(pending)
             ledger.save()
             await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report)
-        progress("index", min(start + batch_size, len(todo)), len(todo))
+        if live is None or not live.total:
+            progress("index", min(start + batch_size, len(todo)), len(todo))
     report.notes_indexed = len(todo)
     report.notes_injected = sum(1 for p in todo if plan.decisions[p].route == "inject")
 

@@ -19,9 +19,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from wikirag.errors import StoreMismatch, VaultNotFound
+from wikirag.errors import StoreMismatch, VaultNotFound, WikiragError
 from wikirag.index.apply import run_plan
 from wikirag.index.ledger import Ledger
+from wikirag.index.live import LiveRun
 from wikirag.index.manifest import drop_manifest, load_unchanged, save_manifest
 from wikirag.index.parsecache import load_parse_cache, save_parse_cache
 from wikirag.index.planning import DERIVATION_VERSION, Plan, plan_index, stable_digest
@@ -85,6 +86,7 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
     if not config.vault.is_dir():
         raise VaultNotFound(f"{config.vault}: no such vault folder")
     report = IndexReport(str(config.vault), str(config.store), config.workspace, dry_run=dry_run)
+    watching = progress is not None  # someone shows progress: price the run for the live line
     progress = progress or (lambda stage, done, total: None)
 
     if dry_run:
@@ -137,10 +139,11 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
             rag = await stack.enter_async_context(open_engine(
                 config, embedding_counter=counter, llm_func=hinting, **engine_kwargs))
         usage_before = _usage(hinting)
-        await run_plan(StoreWriter(rag), ledger, plan, config, report, progress, hinting)
+        live = live_run(plan, config, hinting, estimate=watching)
+        await run_plan(StoreWriter(rag), ledger, plan, config, report, progress, hinting, live=live)
         usage_after = _usage(hinting)
-        report.llm_calls, report.llm_input_tokens, report.llm_output_tokens = (
-            a - b for a, b in zip(usage_after, usage_before, strict=True))
+        (report.llm_calls, report.llm_input_tokens, report.llm_output_tokens,
+         report.llm_cached_input_tokens) = (a - b for a, b in zip(usage_after, usage_before, strict=True))
         report.embedding_calls = counter.calls - calls_before
         report.embedding_texts = counter.texts - texts_before
         fill_totals(report, ledger)
@@ -220,13 +223,40 @@ def hinting_llm(config: WikiragConfig, llm_func: Callable[..., Any] | None = Non
     return HintingLLM(llm_func) if llm_func is not None else None
 
 
-def _usage(hinting: HintingLLM | None) -> tuple[int, int, int]:
+def _usage(hinting: HintingLLM | None) -> tuple[int, int, int, int]:
     if hinting is None:
-        return 0, 0, 0
+        return 0, 0, 0, 0
     usage = hinting.usage
     if usage is None:  # a caller-supplied function without usage accounting: count calls only
-        return hinting.calls, 0, 0
-    return usage.calls, usage.input_tokens, usage.output_tokens
+        return hinting.calls, 0, 0, 0
+    return usage.calls, usage.input_tokens, usage.output_tokens, usage.cached_input_tokens
+
+
+def live_run(plan: Plan, config: WikiragConfig, hinting: HintingLLM | None, *, estimate: bool,
+             batch: bool = False) -> LiveRun | None:
+    """The live progress line's inputs: the run's extract-routed notes, the LLM's usage and price, and (when
+    someone watches) the cost model's estimate for them (with prompt caching, or at batch price)."""
+    if hinting is None:
+        return None
+    candidates = [p for p in plan.to_process if plan.extracting(p)]
+    live = LiveRun(total=len(candidates), usage=hinting.usage, client=hinting.llm_func)
+    if not plan.llm_model or hinting.usage is None:
+        return live
+    from wikirag.plan.cost import estimate_vault
+    from wikirag.plan.cost_settings import CostSettings
+
+    try:
+        settings = CostSettings.from_config(config)
+        live.price = settings.price()
+        if estimate and candidates:
+            subset = _Subset(plan.vault, candidates)
+            hints = {p: count_tokens(plan.hints[p], config.index.encoding) for p in candidates}
+            scenario = estimate_vault(subset, {p: plan.decisions[p] for p in candidates}, settings, hints=hints,
+                                      vanilla=False).scenarios["wikirag"]
+            live.estimate_usd = scenario.usd_batch if batch else scenario.usd_cached
+    except WikiragError:  # a model without a price: the line shows tokens only
+        live.price = None
+    return live
 
 
 def _check_settings(config: WikiragConfig, llm_func: Callable[..., Any] | None) -> None:
