@@ -59,7 +59,6 @@ def test_a_429_storm_loses_no_note(vault, tmp_path, monkeypatch):
 def test_a_rate_limit_pauses_the_whole_pool(tmp_path, monkeypatch):
     """After a 429 with Retry-After, no request of the pool starts before the pause is over."""
     import asyncio
-    import time
 
     from wikirag.llm.client import make_llm_func
     from wikirag.settings import LLMSettings
