@@ -86,6 +86,8 @@ class LLMSettings:
     concurrency: int = 0
     timeout_s: float = 120.0
     max_retries: int = 4
+    # `index --batch`: seconds between two looks at the provider's batch (it may take up to 24 hours).
+    batch_poll_s: float = 30.0
 
     def effective_concurrency(self) -> int:
         """`concurrency`, or for 0 a number suited to the provider: hosted APIs serve many requests at once

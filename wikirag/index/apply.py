@@ -12,6 +12,7 @@ from typing import Any
 from wikirag.graph.contribution import note_contribution
 from wikirag.graph.merge import merge_entity, merge_relation
 from wikirag.graph.records import NoteContribution
+from wikirag.index.batching import run_batches
 from wikirag.index.extracting import extract_batch, fragment_changes, reclean
 from wikirag.index.ledger import Ledger, NoteEntry, Pending, chunks_digest
 from wikirag.index.live import LiveRun
@@ -22,15 +23,18 @@ from wikirag.index.units import plan_units
 from wikirag.lightrag.hinting import HintingLLM
 from wikirag.lightrag.tokens import get_encoding, lightrag_tokenizer
 from wikirag.lightrag.writer import StoreWriter
+from wikirag.llm.batch import BatchAPI
 from wikirag.settings import WikiragConfig
 
 
 async def run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: WikiragConfig,
                     report: IndexReport, progress: Progress, hinting: HintingLLM | None,
-                    live: LiveRun | None = None) -> None:
+                    live: LiveRun | None = None, batch: BatchAPI | None = None) -> None:
+    """Apply the plan; with `batch`, every extraction request is first answered through the provider's
+    batch API (index/batching.py) and the extraction below finds the answers in LightRAG's cache."""
     ticker = asyncio.ensure_future(_tick(live, progress)) if live is not None and live.total else None
     try:
-        await _run_plan(writer, ledger, plan, config, report, progress, hinting, live)
+        await _run_plan(writer, ledger, plan, config, report, progress, hinting, live, batch)
     finally:
         if ticker is not None:
             ticker.cancel()
@@ -46,7 +50,7 @@ async def _tick(live: LiveRun, progress: Progress) -> None:
 
 async def _run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: WikiragConfig,
                     report: IndexReport, progress: Progress, hinting: HintingLLM | None,
-                    live: LiveRun | None) -> None:
+                    live: LiveRun | None, batch: BatchAPI | None) -> None:
     tokenizer = lightrag_tokenizer(config.index.encoding)
     drop_manifest(config.workspace_dir)  # the store is about to change (watch runs come here too)
     # Finish what a crashed run promised before anything new.
@@ -70,6 +74,11 @@ async def _run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: Wik
             ledger.meta["names_digest"] = plan.names_digest
             ledger.save()
             await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report)
+    if batch is not None and units_plan is not None:
+        await run_batches(writer.rag, batch, plan, ledger, units_plan, config, report, progress, live, tokenizer,
+                          lambda p: contribution_for(plan, p, tokenizer, config))
+        if live is not None:
+            live.begin()  # the live extraction that follows counts from here (cache hits)
     batch_size = max(1, config.index.batch_size)
     todo = plan.to_process
     for start in range(0, len(todo), batch_size):

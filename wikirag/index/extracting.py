@@ -44,6 +44,17 @@ def fragment_changes(old_entities: list[EntityFragment], old_relations: list[Rel
                    relations=changed(by_key(old_relations, relation_key), by_key(new_relations, relation_key)))
 
 
+def unit_payload(units: list[Unit], file_path: str) -> dict[str, dict[str, Any]]:
+    """What LightRAG's extraction reads for these units (the live run and --batch's recording pass alike)."""
+    return {u.key: {"content": u.content, "tokens": u.tokens, "chunk_order_index": u.order, "full_doc_id": u.key,
+                    "file_path": file_path, **({"heading": u.heading} if u.heading else {})} for u in units}
+
+
+def hint_digest(plan: Plan, units: list[Unit]) -> str:
+    """What a note's cached extraction answers were asked with: the model and the hints."""
+    return stable_digest([plan.llm_model, [u.hint for u in units]])
+
+
 def member_context(plan: Plan, path: str, packed: bool) -> tuple[str, str]:
     """(text, hint) a note's records are grounded in: in a pack, its own block and its names (another
     member's hint must not ground this note's records); alone, its text and its hint."""
@@ -138,15 +149,13 @@ async def _extract_one(rag: Any, hinting: HintingLLM, plan: Plan, units: list[Un
             if path in todo:
                 ledger.notes[path].status = "indexed"
         return Pending()
-    digest = stable_digest([plan.llm_model, [u.hint for u in units]])
+    digest = hint_digest(plan, units)
     stale = [k for m in members if ledger.notes[m].hint_digest and ledger.notes[m].hint_digest != digest
              for k in ledger.notes[m].cache_keys]
     # LightRAG keys its cache on the prompt before the hint is inserted: a changed hint must not be
     # answered from the cache of the old one.
     await drop_cached(rag, stale)
-    payload = {u.key: {"content": u.content, "tokens": u.tokens, "chunk_order_index": u.order,
-                       "full_doc_id": u.key, "file_path": members[0],
-                       **({"heading": u.heading} if u.heading else {})} for u in units}
+    payload = unit_payload(units, members[0])
     for u in units:
         hinting.hold(u.content, u.hint)
     try:

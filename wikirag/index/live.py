@@ -36,12 +36,15 @@ class LiveRun:
     batch_total: int = 0
     started: float = field(default_factory=time.monotonic)
     _base: tuple[int, int, int] = (0, 0, 0)
+    _begun: bool = False
 
     def begin(self) -> None:
-        """Extraction starts now: the ETA and the spend count from here."""
+        """A stage starts now (a batch's wait, the extraction): the ETA counts from here; the spend counts
+        from the first call (a batch's answers stay in it)."""
         self.started = time.monotonic()
-        if self.usage is not None:
+        if self.usage is not None and not self._begun:
             self._base = (self.usage.input_tokens, self.usage.cached_input_tokens, self.usage.output_tokens)
+            self._begun = True
 
     def spent(self) -> tuple[int, int, int]:
         """(input, cached input, output) tokens since `begin`."""

@@ -74,13 +74,14 @@ def run_index(config: WikiragConfig, *, dry_run: bool = False, rebuild: bool = F
 async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: bool = False,
                       progress: Progress | None = None, vault: Vault | None = None, rag: Any = None,
                       hinting: HintingLLM | None = None, llm_func: Callable[..., Any] | None = None,
-                      budget_usd: float | None = None, locked: bool = False,
+                      budget_usd: float | None = None, locked: bool = False, batch: bool = False,
                       **engine_kwargs: Any) -> IndexReport:
     """Bring the store in step with the vault.
 
     `watch` passes its in-memory `vault` (kept current file by file), an open `rag` with its `hinting`
     LLM wrapper and `locked=True` (it holds the writer lock for its whole session); `wikirag index`
-    passes none of them. `llm_func` replaces the configured provider (tests pass a fake LLM).
+    passes none of them. `llm_func` replaces the configured provider (tests pass a fake LLM). `batch`:
+    extraction requests go through the provider's batch API first (index/batching.py).
     """
     started = time.perf_counter()
     if not config.vault.is_dir():
@@ -96,6 +97,10 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
         return report
 
     _check_settings(config, llm_func or hinting)
+    if batch:
+        from wikirag.llm.batch import check_batch
+
+        check_batch(config.llm)
     async with contextlib.AsyncExitStack() as stack:
         if not locked:
             stack.enter_context(StoreLock(config))
@@ -131,7 +136,8 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
             report.seconds = round(time.perf_counter() - started, 3)
             return report
 
-        ledger.meta = {**_store_meta(config), **{k: v for k, v in ledger.meta.items() if k == "names_digest"}}
+        kept = {k: v for k, v in ledger.meta.items() if k in ("names_digest", "batch")}  # batch: a submitted one
+        ledger.meta = {**_store_meta(config), **kept}
         counter = engine_kwargs.pop("embedding_counter", None) or EmbeddingCounter()
         calls_before, texts_before = counter.calls, counter.texts
         if rag is None:
@@ -139,8 +145,13 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
             rag = await stack.enter_async_context(open_engine(
                 config, embedding_counter=counter, llm_func=hinting, **engine_kwargs))
         usage_before = _usage(hinting)
-        live = live_run(plan, config, hinting, estimate=watching)
-        await run_plan(StoreWriter(rag), ledger, plan, config, report, progress, hinting, live=live)
+        live = live_run(plan, config, hinting, estimate=watching, batch=batch)
+        api = None
+        if batch and hinting is not None:
+            from wikirag.llm.batch import batch_api
+
+            api = batch_api(hinting.llm_func)
+        await run_plan(StoreWriter(rag), ledger, plan, config, report, progress, hinting, live=live, batch=api)
         usage_after = _usage(hinting)
         (report.llm_calls, report.llm_input_tokens, report.llm_output_tokens,
          report.llm_cached_input_tokens) = (a - b for a, b in zip(usage_after, usage_before, strict=True))
