@@ -110,3 +110,12 @@ def test_the_progress_line_shows_notes_in_flight_tokens_and_eta(vault, tmp_path,
     extracting = [line for line in lines if line[0].startswith("extracting")]
     assert extracting and extracting[-1][1:] == (24, 24)
     assert any("in flight" in s and " in (" in s and "ETA" in s for s, _d, _t in extracting)
+
+
+def test_cost_estimate_prices_the_cache_only_where_wikirag_sets_it_up():
+    from wikirag.plan.cost_settings import CostSettings
+
+    assert CostSettings(model="openai:gpt-4o-mini").price().cached_input is not None
+    assert CostSettings(model="anthropic:claude-3-5-haiku").price().cached_input is not None
+    assert CostSettings(model="gemini-2.5-flash").price().cached_input is None  # not set up by wikirag
+    assert CostSettings(model="gemini-2.5-flash", price_cached_in=0.01).price().cached_input == 0.01
