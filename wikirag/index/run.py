@@ -228,7 +228,9 @@ def hinting_llm(config: WikiragConfig, llm_func: Callable[..., Any] | None = Non
         from wikirag.llm.usage import LLMUsage
 
         usage = LLMUsage()
-        hinting = HintingLLM(make_llm_func(config.llm, usage))
+        client = make_llm_func(config.llm, usage)
+        client.cache_first_turn = config.index.gleaning > 0  # the gleaning call re-reads the first turn
+        hinting = HintingLLM(client)
         hinting.usage = usage
         return hinting
     return HintingLLM(llm_func) if llm_func is not None else None
