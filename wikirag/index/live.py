@@ -31,6 +31,7 @@ class LiveRun:
     client: Any = None
     price: Any = None
     estimate_usd: float | None = None
+    batched: bool = False  # --batch: the tokens are billed at the batch discount
     batch_state: str = ""  # "--batch": the provider's state and request counts
     batch_done: int = 0
     batch_total: int = 0
@@ -58,8 +59,9 @@ class LiveRun:
             return None
         fresh_and_cached, cached, output = self.spent()
         cached_rate = self.price.cached_input if self.price.cached_input is not None else self.price.input
-        return ((fresh_and_cached - cached) * self.price.input + cached * cached_rate
-                + output * self.price.output) / 1e6
+        usd = ((fresh_and_cached - cached) * self.price.input + cached * cached_rate
+               + output * self.price.output) / 1e6
+        return usd * (1 - self.price.batch_discount) if self.batched else usd
 
     def eta_s(self) -> float | None:
         done, total = (self.batch_done, self.batch_total) if self.batch_total else (self.done, self.total)

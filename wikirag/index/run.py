@@ -252,7 +252,7 @@ def live_run(plan: Plan, config: WikiragConfig, hinting: HintingLLM | None, *, e
     if hinting is None:
         return None
     candidates = [p for p in plan.to_process if plan.extracting(p)]
-    live = LiveRun(total=len(candidates), usage=hinting.usage, client=hinting.llm_func)
+    live = LiveRun(total=len(candidates), usage=hinting.usage, client=hinting.llm_func, batched=batch)
     if not plan.llm_model or hinting.usage is None:
         return live
     from wikirag.plan.cost import estimate_vault
