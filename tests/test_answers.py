@@ -54,7 +54,8 @@ def test_kill_9_during_extraction_loses_no_paid_answer(tmp_path):
     vault = prose_vault(tmp_path / "vault")
     with FakeAPI(latency=0.05) as api:
         env = {**os.environ, "WIKIRAG_LLM_BASE_URL": api.openai_base_url, "OPENAI_API_KEY": "sk-test-not-real",
-               "WIKIRAG_EMBEDDING": "local:all-MiniLM-L6-v2-onnx-int8", "WIKIRAG_LLM_CONCURRENCY": "1"}
+               "WIKIRAG_EMBEDDING": "local:all-MiniLM-L6-v2-onnx-int8", "WIKIRAG_LLM_CONCURRENCY": "1",
+               "WIKIRAG_INDEX_PACK_MAX_TOKENS": "0"}  # one call per note: many calls to kill in the middle of
         # A fresh run on another store: how many calls the whole vault takes.
         fresh = subprocess.run(index_command(vault, tmp_path / "fresh"), env=env, capture_output=True, text=True,
                                timeout=600)

@@ -208,3 +208,18 @@ def test_what_no_packed_note_grounds_is_dropped_and_reported(tmp_path):
     report = run(config, Invents())
     assert "Xanadu Holdings" not in snapshot(config)["nodes"]
     assert any("packed): 'Xanadu Holdings' (not found in the text)" in d for d in report.entities_dropped)
+
+
+def test_deleting_a_packed_note_re_extracts_its_pack_and_the_store_equals_a_fresh_index(tmp_path):
+    vault = make_vault(tmp_path / "v", 20)
+    config = config_for(vault, tmp_path / "store")
+    run(config, FakeLLM())
+    ledger = Ledger.load(config.workspace_dir)
+    packed = sorted(p for p, e in ledger.notes.items() if len(e.raw.get("pack", [])) > 2)
+    (vault / packed[1]).unlink()
+    llm = FakeLLM()
+    report = run(config, llm)
+    assert report.notes_deleted == 1 and [c.kind for c in llm.calls] == ["extract"]  # its pack, once
+    fresh = config_for(vault, tmp_path / "fresh")
+    run(fresh, FakeLLM())
+    assert snapshot(config) == snapshot(fresh)

@@ -39,7 +39,7 @@ class Watcher:
         try:
             asyncio.run(watch_vault(self.config, quiet_seconds=QUIET, stop=self.stop,
                                     on_initial=lambda r: self.ready.set(), on_batch=self.batches.append,
-                                    poll_seconds=0.05, embedding_func=HashEmbedding().func()))
+                                    poll_seconds=0.05, retry_seconds=0.3, embedding_func=HashEmbedding().func()))
         except BaseException as exc:  # surfaced by the test
             self.error = exc
             self.ready.set()
@@ -217,3 +217,92 @@ def test_an_llm_outage_never_stops_the_watcher(tmp_path):
     entry = Ledger.load(config.workspace_dir).notes["Essay.md"]
     assert entry.status == "indexed", entry.error
     assert any(f.rank == 2 for f in entry.entities)  # the retry extracted once the LLM came back
+
+
+class Fault:
+    """An injected failure the test switches on and off: raised by whatever it replaces while armed."""
+
+    def __init__(self, exc: BaseException) -> None:
+        self.exc, self.armed, self.raised = exc, threading.Event(), 0
+
+    def check(self) -> None:
+        if self.armed.is_set():
+            self.raised += 1
+            raise self.exc
+
+
+@pytest.mark.parametrize("where, exc", [
+    ("flush", OSError(28, "No space left on device")),
+    ("flush", PermissionError(13, "Permission denied")),
+    ("upsert", RuntimeError("store connection lost")),
+    ("embedding", RuntimeError("embedding server returned 500")),
+])
+def test_watch_survives_a_failing_batch_and_catches_up(vault, tmp_path, monkeypatch, where, exc):
+    from wikirag.lightrag.writer import StoreWriter
+
+    fault = Fault(exc)
+    if where == "embedding":
+        original_embed = HashEmbedding.__call__
+
+        async def embed(self, texts, **kwargs):
+            fault.check()
+            return await original_embed(self, texts, **kwargs)
+
+        monkeypatch.setattr(HashEmbedding, "__call__", embed)
+    else:
+        name = "flush" if where == "flush" else "upsert_entities"
+        original = getattr(StoreWriter, name)
+
+        async def failing(self, *args, **kwargs):
+            fault.check()
+            return await original(self, *args, **kwargs)
+
+        monkeypatch.setattr(StoreWriter, name, failing)
+    with Watcher(vault, tmp_path / "store") as watcher:
+        fault.armed.set()
+        (vault / "New note.md").write_text("A new note about [[Alan Turing]] and [[Enigma]].\n")
+        deadline = time.monotonic() + 30
+        while not any(b.error for b in watcher.batches) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        failed = [b for b in watcher.batches if b.error]
+        assert failed and type(exc).__name__ in failed[0].error, watcher.batches
+        assert watcher.thread.is_alive()
+        fault.armed.clear()
+        watcher.settle()
+        assert not watcher.batches[-1].error  # the retry went through
+        after = snapshot(watcher.config)
+    assert after == fresh_snapshot(vault, tmp_path / "fresh")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["SIGTERM, SIGINT ignored as in a background job", "SIGINT"])
+def test_watch_stops_cleanly_on_a_signal(tmp_path, how):
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    for i in range(20):
+        (vault / f"Seed{i}.md").write_text(f"Seed {i} links [[Seed{(i + 1) % 20}]].\n")
+    store = tmp_path / "store"
+    command = [sys.executable, "-m", "wikirag.cli", "watch", str(vault), "--store", str(store),
+               "--quiet-seconds", "0.2", "--json"]
+    background = how.startswith("SIGTERM")
+
+    def ignore_sigint() -> None:  # what `cmd &` in a non-interactive shell does to the child
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=ignore_sigint if background else None)
+    try:
+        assert proc.stdout.readline(), proc.stderr.read()  # the initial index report
+        for i in range(60):
+            (vault / f"Burst{i}.md").write_text(f"Burst {i} cites [[Seed{i % 20}]].\n")
+        time.sleep(0.5)  # a batch is probably in flight now
+        proc.send_signal(signal.SIGTERM if background else signal.SIGINT)
+        assert proc.wait(60) == 0, proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    config = load_config(vault, store=store)
+    run_index(config)  # the lock was released, and the next run completes what was left
+    fresh = load_config(vault, store=tmp_path / "fresh")
+    run_index(fresh)
+    assert snapshot(config) == snapshot(fresh)

@@ -36,11 +36,12 @@ from wikirag.cli.render import (
     render_index_report,
     render_query_result,
     render_stats,
+    watch_lines,
     watch_status,
 )
 from wikirag.errors import WikiragError
 from wikirag.index.run import run_index
-from wikirag.index.watch import watch_vault
+from wikirag.index.watch import stop_on_signals, watch_vault
 from wikirag.query.export import export_graph, store_graph_stats
 from wikirag.query.retrieve import ask, find_vault
 from wikirag.vault.model import Vault
@@ -225,22 +226,25 @@ def watch(
     """
     try:
         config = build_config(vault, store=store, config_file=config_file, exclude=exclude, llm=llm)
-        if as_json:
-            def emit(item: object) -> None:
-                typer.echo(json.dumps(asdict(item), ensure_ascii=False))
+        with stop_on_signals() as stop:  # SIGTERM and Ctrl-C: finish or stop between batches, exit 0
+            if as_json:
+                def emit(item: object) -> None:
+                    typer.echo(json.dumps(asdict(item), ensure_ascii=False))
 
-            asyncio.run(watch_vault(config, quiet_seconds=quiet_seconds, on_batch=emit, on_initial=emit))
-        else:
-            console = Console(stderr=True)
-            with Live(watch_status(None, str(vault), 0), console=console, refresh_per_second=4) as live:
-                asyncio.run(watch_vault(
-                    config, quiet_seconds=quiet_seconds,
-                    on_initial=lambda r: console.print(f"indexed {r.notes_indexed} of {r.notes_total} notes "
-                                                       f"in {r.seconds:.2f} s; watching for changes"),
-                    on_batch=lambda b: (live.update(watch_status(b, str(vault), 0)),
-                                        [console.print(issue) for issue in b.issues]),
-                ))
-    except KeyboardInterrupt:
+                asyncio.run(watch_vault(config, quiet_seconds=quiet_seconds, on_batch=emit, on_initial=emit,
+                                        stop=stop))
+            else:
+                console = Console(stderr=True)
+                with Live(watch_status(None, str(vault), 0), console=console, refresh_per_second=4) as live:
+                    asyncio.run(watch_vault(
+                        config, quiet_seconds=quiet_seconds, stop=stop,
+                        on_initial=lambda r: console.print(f"indexed {r.notes_indexed} of {r.notes_total} notes "
+                                                           f"in {r.seconds:.2f} s; watching for changes"),
+                        on_batch=lambda b: (live.update(watch_status(b, str(vault), 0)),
+                                            [console.print(line) for line in watch_lines(b)]),
+                    ))
+        stderr_console().print("stopped; the next start catches up with anything changed meanwhile")
+    except KeyboardInterrupt:  # a second Ctrl-C while stopping
         stderr_console().print("stopped; the next start catches up with anything changed meanwhile")
     except WikiragError as exc:
         fail(str(exc))

@@ -222,6 +222,12 @@ def render_doctor(report: DoctorReport, console: Console) -> None:
     console.print(table)
 
 
+def watch_lines(batch: BatchReport) -> list[str]:
+    """What a batch prints under the status line: its failure, if any, then its files' problems."""
+    failed = [f"batch {batch.batch} failed, retrying with backoff: {batch.error}"] if batch.error else []
+    return failed + list(batch.issues)
+
+
 def watch_status(batch: BatchReport | None, vault: str, pending: int) -> Text:
     if batch is None:
         return Text(f"watching {vault} — waiting for changes", style="dim")

@@ -7,13 +7,14 @@ to redo. Extract-routed notes then go through LightRAG's extraction with their h
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from wikirag.graph.contribution import note_contribution
 from wikirag.graph.merge import merge_entity, merge_relation
 from wikirag.graph.records import NoteContribution
 from wikirag.index.batching import run_batches
-from wikirag.index.extracting import extract_batch, fragment_changes, reclean
+from wikirag.index.extracting import extract_batch, fragment_changes, reclean, stale_packs
 from wikirag.index.ledger import Ledger, NoteEntry, Pending, chunks_digest
 from wikirag.index.live import LiveRun
 from wikirag.index.manifest import drop_manifest
@@ -29,12 +30,13 @@ from wikirag.settings import WikiragConfig
 
 async def run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: WikiragConfig,
                     report: IndexReport, progress: Progress, hinting: HintingLLM | None,
-                    live: LiveRun | None = None, batch: BatchAPI | None = None) -> None:
+                    live: LiveRun | None = None, batch: BatchAPI | None = None,
+                    should_stop: Callable[[], bool] | None = None) -> None:
     """Apply the plan; with `batch`, every extraction request is first answered through the provider's
     batch API (index/batching.py) and the extraction below finds the answers in LightRAG's cache."""
     ticker = asyncio.ensure_future(_tick(live, progress)) if live is not None and live.total else None
     try:
-        await _run_plan(writer, ledger, plan, config, report, progress, hinting, live, batch)
+        await _run_plan(writer, ledger, plan, config, report, progress, hinting, live, batch, should_stop)
     finally:
         if ticker is not None:
             ticker.cancel()
@@ -50,7 +52,8 @@ async def _tick(live: LiveRun, progress: Progress) -> None:
 
 async def _run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: WikiragConfig,
                     report: IndexReport, progress: Progress, hinting: HintingLLM | None,
-                    live: LiveRun | None, batch: BatchAPI | None) -> None:
+                    live: LiveRun | None, batch_api: BatchAPI | None,
+                    should_stop: Callable[[], bool] | None) -> None:
     tokenizer = lightrag_tokenizer(config.index.encoding)
     drop_manifest(config.workspace_dir)  # the store is about to change (watch runs come here too)
     # Finish what a crashed run promised before anything new.
@@ -74,14 +77,18 @@ async def _run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: Wik
             ledger.meta["names_digest"] = plan.names_digest
             ledger.save()
             await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report)
-    if batch is not None and units_plan is not None:
-        await run_batches(writer.rag, batch, plan, ledger, units_plan, config, report, progress, live, tokenizer,
+    if batch_api is not None and units_plan is not None:
+        await run_batches(writer.rag, batch_api, plan, ledger, units_plan, config, report, progress, live, tokenizer,
                           lambda p: contribution_for(plan, p, tokenizer, config))
         if live is not None:
             live.begin()  # the live extraction that follows counts from here (cache hits)
     batch_size = max(1, config.index.batch_size)
     todo = plan.to_process
+    done = 0
     for start in range(0, len(todo), batch_size):
+        if should_stop is not None and should_stop():
+            report.interrupted = True  # between batches the store and ledger agree: the rest waits
+            break
         batch = todo[start : start + batch_size]
         # Phase 1: structure (chunks, note entity, link relations) for every note of the batch.
         pending = Pending()
@@ -112,20 +119,29 @@ async def _run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: Wik
             if live is not None and not live.done:
                 live.begin()
 
-            def done(notes: int) -> None:
+            def extracted(notes: int) -> None:
                 if live is not None:
                     live.done += notes
                     progress(live.line(), live.done, live.total)
 
             pending = await extract_batch(writer.rag, hinting, plan, extract, units_plan, contributions, ledger,
                                           table, report, tokenizer, config,
-                                          lambda p: contribution_for(plan, p, tokenizer, config), done)
+                                          lambda p: contribution_for(plan, p, tokenizer, config), extracted)
             ledger.pending.merge(pending)
             ledger.save()
             await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report)
         if live is None or not live.total:
             progress("index", min(start + batch_size, len(todo)), len(todo))
-    report.notes_indexed = len(todo)
+        done += len(batch)
+    if hinting and table is not None and units_plan is not None and not report.interrupted:
+        stale = stale_packs(plan, ledger, units_plan)  # e.g. a packed note was deleted
+        if stale:
+            pending = await extract_batch(writer.rag, hinting, plan, stale, units_plan, {}, ledger, table, report,
+                                          tokenizer, config, lambda p: contribution_for(plan, p, tokenizer, config))
+            ledger.pending.merge(pending)
+            ledger.save()
+            await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report)
+    report.notes_indexed = done
     report.notes_injected = sum(1 for p in todo if plan.decisions[p].route == "inject")
 
 

@@ -99,7 +99,8 @@ async def extract_batch(rag: Any, hinting: HintingLLM, plan: Plan, paths: list[s
             units = [pack_unit(plan, pack, tokenizer, config.index.default_note_type)]
             members, packed = pack.paths, True
         else:
-            units, members, packed = note_units(plan, ref, contributions[ref], tokenizer, config), [ref], False
+            contribution = contributions.get(ref) or contribution_for(ref)
+            units, members, packed = note_units(plan, ref, contribution, tokenizer, config), [ref], False
         members = [m for m in members if m in ledger.notes and (m in todo or ledger.notes[m].status == "indexed")]
         jobs.append((units, members, packed))
     # Every group at once: the LLM client's semaphore holds the requests in flight to `[llm] concurrency`.
@@ -186,6 +187,7 @@ async def _extract_one(rag: Any, hinting: HintingLLM, plan: Plan, units: list[Un
         chunks = member_chunks(contribution, plan.decisions[path].sections)
         raw = attribute(nodes, edges, Member(path, text, hint, chunks), unit_keys, table, shared=packed)
         raw["packed"] = packed
+        raw["pack"] = list(members) if packed else []  # who shared the call: a change re-extracts the pack
         attributed |= {r[0] for r in raw["entities"]}
         structure = (contribution.entities, contribution.relations)
         entry.raw = raw
@@ -203,6 +205,20 @@ async def _extract_one(rag: Any, hinting: HintingLLM, plan: Plan, units: list[Un
             why = "LightRAG prompt example" if table.is_example(name) else "not found in the text"
             report.entities_dropped.append(f"{where}: {name!r} ({why})")
     return pending
+
+
+def stale_packs(plan: Plan, ledger: Ledger, units_plan: UnitPlan) -> list[str]:
+    """Indexed notes whose pack is not the one they were extracted in (a member was deleted, or left or
+    joined it without being re-extracted): extracting them again keeps the store equal to a fresh index."""
+    out = []
+    for path in sorted(units_plan.items):
+        entry = ledger.notes.get(path)
+        if entry is None or entry.route != "extract" or entry.status != "indexed" or not entry.raw:
+            continue
+        now = units_plan.packs[units_plan.pack_of[path]].paths if path in units_plan.pack_of else []
+        if entry.raw.get("pack", []) != now:
+            out.append(path)
+    return out
 
 
 def reclean(plan: Plan, ledger: Ledger, table: EntityNames, paths: list[str]) -> Pending:

@@ -75,6 +75,7 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
                       progress: Progress | None = None, vault: Vault | None = None, rag: Any = None,
                       hinting: HintingLLM | None = None, llm_func: Callable[..., Any] | None = None,
                       budget_usd: float | None = None, locked: bool = False, batch: bool = False,
+                      should_stop: Callable[[], bool] | None = None,
                       **engine_kwargs: Any) -> IndexReport:
     """Bring the store in step with the vault.
 
@@ -151,7 +152,8 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
             from wikirag.llm.batch import batch_api
 
             api = batch_api(hinting.llm_func)
-        await run_plan(StoreWriter(rag), ledger, plan, config, report, progress, hinting, live=live, batch=api)
+        await run_plan(StoreWriter(rag), ledger, plan, config, report, progress, hinting, live=live, batch=api,
+                       should_stop=should_stop)
         usage_after = _usage(hinting)
         (report.llm_calls, report.llm_input_tokens, report.llm_output_tokens,
          report.llm_cached_input_tokens) = (a - b for a, b in zip(usage_after, usage_before, strict=True))
@@ -177,7 +179,7 @@ def _config_key(config: WikiragConfig) -> str:
 def _remember_clean_run(config: WikiragConfig, scan: Any, plan: Plan, report: IndexReport) -> None:
     """Record the files' stat data after a run that left nothing to do (not when an LLM is configured
     and notes still wait for extraction: the next run has work)."""
-    if scan is None or (plan.llm_model and report.notes_pending_extraction):
+    if scan is None or report.interrupted or (plan.llm_model and report.notes_pending_extraction):
         return
     save_manifest(config.workspace_dir, _config_key(config), scan,
                   {name: getattr(report, name) for name in _MANIFEST_FIELDS})

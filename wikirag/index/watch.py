@@ -13,10 +13,12 @@ touching 500 notes becomes one batch.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,7 @@ from wikirag.index.report import IndexReport
 from wikirag.index.run import StoreLock, hinting_llm, index_vault
 from wikirag.lightrag.embeddings import EmbeddingCounter
 from wikirag.lightrag.engine import open_engine
+from wikirag.llm.redact import redact
 from wikirag.settings import WikiragConfig
 from wikirag.vault.model import Vault
 
@@ -66,6 +69,7 @@ class BatchReport:
     relations: int
     seconds: float
     issues: list[str] = field(default_factory=list)
+    error: str | None = None  # the batch failed (disk full, store or embedding error); retried with backoff
 
 
 class _EventCollector(FileSystemEventHandler):
@@ -159,25 +163,42 @@ async def watch_vault(
             run = {"rag": None, "hinting": hinting, "locked": True, "embedding_counter": counter}
             async with open_engine(config, embedding_counter=counter, llm_func=hinting, **engine_kwargs) as rag:
                 run["rag"] = rag
-                initial = await index_vault(config, vault=vault, **run)
-                if on_initial:
-                    on_initial(initial)
                 retry = _Retry(retry_seconds)
-                retry.after(initial, hinting is not None)
+                failures = _Retry(retry_seconds)
                 batch = 0
+                started = time.perf_counter()
+                try:
+                    initial = await index_vault(config, vault=vault, should_stop=stop.is_set, **run)
+                except Exception as exc:  # noqa: BLE001  (any failure: the watcher reports it and retries)
+                    failures.failed()
+                    if on_batch:
+                        on_batch(_failed_batch(batch, set(), exc, time.perf_counter() - started))
+                else:
+                    if on_initial:
+                        on_initial(initial)
+                    retry.after(initial, hinting is not None)
                 while not stop.is_set():
                     await asyncio.sleep(poll_seconds)
                     paths = collector.drain_if_quiet(quiet_seconds)
-                    if not paths and not retry.due():
+                    if not paths and not retry.due() and not failures.due():
                         continue
-                    paths = paths or set()  # a retry of notes whose extraction failed
+                    paths = paths or set()  # a retry: notes whose extraction failed, or a failed batch
                     batch += 1
                     started = time.perf_counter()
-                    if len(paths) > FULL_RESCAN_ABOVE:
-                        vault = Vault.load(config.vault, exclude=config.exclude)
-                    else:
-                        apply_paths(vault, paths)
-                    report = await index_vault(config, vault=vault, **run)
+                    try:
+                        if len(paths) > FULL_RESCAN_ABOVE:
+                            vault = Vault.load(config.vault, exclude=config.exclude)
+                        else:
+                            apply_paths(vault, paths)
+                        report = await index_vault(config, vault=vault, should_stop=stop.is_set, **run)
+                    except Exception as exc:  # noqa: BLE001
+                        # The write-ahead ledger on disk still says what the store misses; the next attempt
+                        # (after a backoff, or at the next change) re-plans from it and the vault.
+                        failures.failed()
+                        if on_batch:
+                            on_batch(_failed_batch(batch, paths, exc, time.perf_counter() - started))
+                        continue
+                    failures.succeeded()
                     retry.after(report, hinting is not None)
                     if on_batch:
                         on_batch(_batch_report(batch, paths, report, time.perf_counter() - started))
@@ -204,8 +225,46 @@ class _Retry:
         else:
             self.at, self.delay = None, self.first
 
+    def failed(self) -> None:
+        """A whole batch failed: try again after the current delay, then back off."""
+        self.at = time.monotonic() + self.delay
+        self.delay = min(self.delay * 2, self.MAX_SECONDS)
+
+    def succeeded(self) -> None:
+        self.at, self.delay = None, self.first
+
     def due(self) -> bool:
         return self.at is not None and time.monotonic() >= self.at
+
+
+def _failed_batch(batch: int, paths: set[str], exc: BaseException, seconds: float) -> BatchReport:
+    message = f"{type(exc).__name__}: {exc}".splitlines()[0][:300] if str(exc) else type(exc).__name__
+    return BatchReport(batch=batch, paths_touched=len(paths), notes_changed=0, notes_deleted=0, notes_new=0,
+                       entities_written=0, entities_deleted=0, relations_written=0, relations_deleted=0,
+                       chunks_written=0, chunks_deleted=0, entities=0, relations=0, seconds=round(seconds, 3),
+                       error=redact(message))
+
+
+@contextlib.contextmanager
+def stop_on_signals() -> Iterator[threading.Event]:
+    """An event set by SIGTERM (systemd, launchd, Docker, supervisors) and SIGINT, so `watch` finishes the
+    batch in flight (or stops between its note batches), releases its lock and exits cleanly. SIGINT is
+    handled too because a shell starts background jobs with SIGINT ignored, and Ctrl-C must still work in a
+    terminal. Only the main thread may set signal handlers; elsewhere the event is returned untouched."""
+    stop = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+
+    def handle(signum: int, frame: object) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield stop
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _batch_report(batch: int, paths: set[str], report: IndexReport, seconds: float) -> BatchReport:
