@@ -47,9 +47,11 @@ def test_extraction_reaches_the_configured_concurrency(vault, tmp_path, monkeypa
     assert api.max_in_flight == 8  # one note at a time kept this at 1
 
 
-def test_a_429_storm_loses_no_note(vault, tmp_path, monkeypatch):
-    with FakeAPI(latency=0.05, storm=12, storm_rate=0.2, retry_after=0.2) as api:
-        report = index(vault, tmp_path / "store", api, monkeypatch, concurrency=8)
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_429_storm_loses_no_note(vault, tmp_path, monkeypatch, provider):
+    """OpenAI 429s, Anthropic 529 "overloaded": the pool waits out Retry-After and every note gets extracted."""
+    with FakeAPI(latency=0.05, storm=12, storm_rate=0.2, retry_after=0.2, anthropic_storm_status=529) as api:
+        report = index(vault, tmp_path / "store", api, monkeypatch, provider=provider, concurrency=8)
         refused, answered = api.rejected, api.calls - api.rejected
     assert refused >= 12
     assert report.notes_extracted == 24 and report.notes_pending_extraction == 0 and report.llm_failures == 0
