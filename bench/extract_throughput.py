@@ -1,7 +1,7 @@
 """Extraction throughput against the fake OpenAI-compatible server (tests/fakeapi.py) at a fixed latency per
 call: wall time of `wikirag index` vs the ideal `calls x latency / concurrency`.
 
-    python bench/extract_throughput.py                      # 300 notes, 2 s per call, concurrency 1 4 16
+    python bench/extract_throughput.py                      # 300 notes, 2 s per call, concurrency 8 and 16
     python bench/extract_throughput.py --notes 300 --latency 2 --concurrency 16
     python bench/extract_throughput.py VAULT --concurrency 16     # a real vault's extract-routed notes
 
@@ -77,7 +77,7 @@ def main() -> None:
     parser.add_argument("vault", nargs="?", type=Path, help="a vault (default: generate --notes notes)")
     parser.add_argument("--notes", type=int, default=300)
     parser.add_argument("--latency", type=float, default=2.0, help="seconds per LLM call")
-    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16])
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[8, 16])
     args = parser.parse_args()
     tmp = None
     vault = args.vault
