@@ -6,7 +6,8 @@ and `anthropic_base_url` (no "/v1": the Anthropic SDK adds it). Routes:
 
 - OpenAI: POST /v1/chat/completions (plain, or SSE with `stream: true`; a final usage chunk when
   `stream_options.include_usage`), POST /v1/embeddings, POST /v1/files, GET /v1/files/{id}[/content],
-  POST /v1/batches, GET /v1/batches/{id}, POST /v1/batches/{id}/cancel.
+  POST /v1/batches, GET /v1/batches (newest first, one page), GET /v1/batches/{id},
+  POST /v1/batches/{id}/cancel.
 - Anthropic: POST /v1/messages (plain or SSE), POST /v1/messages/batches, GET /v1/messages/batches/{id},
   GET /v1/messages/batches/{id}/results, POST /v1/messages/batches/{id}/cancel.
 
@@ -205,7 +206,8 @@ class FakeAPI:
             post("/v1/chat/completions", self._chat_route), post("/v1/embeddings", self._embeddings_route),
             post("/v1/files", self._upload), get("/v1/files/{id}", self._file_meta),
             get("/v1/files/{id}/content", self._file_content), post("/v1/batches", self._oai_batch_create),
-            get("/v1/batches/{id}", self._oai_batch_get), post("/v1/batches/{id}/cancel", self._oai_batch_cancel),
+            get("/v1/batches", self._oai_batch_list), get("/v1/batches/{id}", self._oai_batch_get),
+            post("/v1/batches/{id}/cancel", self._oai_batch_cancel),
             post("/v1/messages", self._messages_route), post("/v1/messages/batches", self._ant_batch_create),
             get("/v1/messages/batches/{id}", self._ant_batch_get),
             get("/v1/messages/batches/{id}/results", self._ant_batch_results),
@@ -372,6 +374,12 @@ class FakeAPI:
         with self.lock:
             self.batches[batch["id"]] = {"public": batch, "lines": lines, "polls": 0, "t0": time.monotonic()}
         return web.json_response(batch)
+
+    async def _oai_batch_list(self, request: web.Request) -> web.Response:
+        with self.lock:
+            data = [job["public"] for bid, job in self.batches.items() if bid.startswith("batch_")][::-1]
+        return web.json_response({"object": "list", "data": data, "first_id": data[0]["id"] if data else None,
+                                  "last_id": data[-1]["id"] if data else None, "has_more": False})
 
     def _job(self, request: web.Request) -> dict[str, Any]:
         with self.lock:

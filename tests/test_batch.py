@@ -125,3 +125,26 @@ def test_kill_9_while_the_batch_runs_then_resume_submits_nothing_twice(tmp_path)
         assert submissions(api) == 1 and live_calls(api) == 0  # the same batch, polled; nothing asked twice
         assert any(r.path == f"/v1/batches/{batch_id}" for r in api.requests[-10:])
     assert report["notes_extracted"] == 8 and report["llm_batch_requests"] > 0
+
+
+def test_a_run_stopped_while_submitting_finds_its_openai_batch(tmp_path, monkeypatch):
+    """Stopped after the provider took the batch but before its id was saved: the next run finds the batch
+    by the tag it carries as metadata, and pays for nothing twice."""
+    from wikirag.llm.batch import BatchAPI
+
+    vault = prose_vault(tmp_path / "vault", 4)
+    original = BatchAPI.submit
+
+    async def submit_then_stop(self, requests, tag=""):
+        await original(self, requests, tag)
+        raise KeyboardInterrupt  # Ctrl-C right after the provider answered
+
+    with FakeAPI(batch_polls=1) as api:
+        monkeypatch.setattr(BatchAPI, "submit", submit_then_stop)
+        with pytest.raises(KeyboardInterrupt):
+            batch_index(vault, tmp_path / "store", api, monkeypatch, "openai")
+        monkeypatch.setattr(BatchAPI, "submit", original)
+        report = batch_index(vault, tmp_path / "store", api, monkeypatch, "openai")
+        assert submissions(api) == 1 and live_calls(api) == 0
+        assert any(r.method == "GET" and r.path == "/v1/batches" for r in api.requests)
+    assert report.notes_extracted == 4 and report.llm_batch_requests > 0

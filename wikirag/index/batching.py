@@ -5,7 +5,10 @@ price, answered within a day), then the ordinary run, which finds every answer i
    will extract, with a stand-in LLM: it yields each request exactly as a live call would send it (hint
    applied) and the cache key LightRAG will look its answer up by. Units whose answer is cached already
    (an unchanged pack) need no request.
-2. One batch is submitted; its id and each request's cache key go into the ledger at once (`meta.batch`).
+2. Each request's cache key and a tag go into the ledger (`meta.batch`), one batch is submitted (an OpenAI
+   batch carries the tag as metadata), and its id is saved at once. A run stopped between the provider's
+   answer and that save finds the OpenAI batch by its tag; Anthropic batches carry no metadata, so there
+   that window (one HTTP response) is the one place a second submission can happen.
 3. The batch is polled (state, counts, ETA on the progress line) until it ends; a run interrupted here (Ctrl-C,
    kill -9) finds the id in the ledger next time and polls the same batch: nothing is submitted twice.
 4. The answers are written into LightRAG's cache under those keys (journaled, then flushed), the ledger's
@@ -23,7 +26,7 @@ from typing import Any
 from wikirag.index.extracting import hint_digest, unit_payload
 from wikirag.index.ledger import Ledger
 from wikirag.index.live import LiveRun
-from wikirag.index.planning import Plan
+from wikirag.index.planning import Plan, stable_digest
 from wikirag.index.report import IndexReport, Progress
 from wikirag.index.units import Unit, UnitPlan, note_units, pack_unit
 from wikirag.lightrag.answers import flush_answers
@@ -91,15 +94,27 @@ async def _submit(api: BatchAPI, ledger: Ledger, calls: list[dict[str, Any]], pl
                                            call["max_tokens"], call["response_format"])
         keys[custom_id] = [call["key"], call["entry"].get("chunk_id"), call["entry"].get("cache_type", "extract"),
                            kind]
-    batch_id = await api.submit(list(requests.values()))
-    # The id first of all: a run stopped from here on polls this batch instead of paying for another.
-    ledger.meta["batch"] = {"id": batch_id, "provider": api.provider, "model": plan.llm_model, "requests": keys}
+    # Write-ahead: the requests and a tag first (an OpenAI batch carries the tag, so a run stopped between
+    # the provider's answer and the next line finds that batch again), then the id at once: a run stopped
+    # from there on polls this batch instead of paying for another.
+    tag = stable_digest([plan.llm_model, sorted(keys)])
+    ledger.meta["batch"] = {"id": None, "tag": tag, "provider": api.provider, "model": plan.llm_model,
+                            "requests": keys}
+    ledger.save()
+    ledger.meta["batch"]["id"] = await api.submit(list(requests.values()), tag)
     ledger.save()
 
 
 async def _finish(rag: Any, api: BatchAPI, ledger: Ledger, config: WikiragConfig, report: IndexReport,
                   progress: Progress, live: LiveRun | None) -> None:
     state = ledger.meta["batch"]
+    if not state.get("id"):  # stopped while submitting: did the provider get it?
+        state["id"] = await api.find(state.get("tag", ""))
+        if not state["id"]:
+            del ledger.meta["batch"]  # never submitted (or not findable): the requests are recorded again
+            ledger.save()
+            return
+        ledger.save()
     if live is not None:
         live.begin()
     while True:

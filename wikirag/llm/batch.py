@@ -87,8 +87,9 @@ class BatchAPI:
             params["system"] = r.system_prompt
         return {"custom_id": r.custom_id, "params": cache_marked(params, r.kind, self.client.cache_first_turn)}
 
-    async def submit(self, requests: list[BatchRequest]) -> str:
-        """Create the batch; returns its id. The one call that spends money: record the id at once."""
+    async def submit(self, requests: list[BatchRequest], tag: str = "") -> str:
+        """Create the batch; returns its id. The one call that spends money: record the id at once (and
+        `tag` before it: an OpenAI batch carries it as metadata, so `find` can recover a lost id)."""
         if self.provider == "anthropic":
             sdk = self._anthropic()
             try:
@@ -101,10 +102,27 @@ class BatchAPI:
             data = "".join(json.dumps(self.openai_line(r), ensure_ascii=False) + "\n" for r in requests).encode()
             upload = await sdk.files.create(file=("wikirag-batch.jsonl", data), purpose="batch")
             batch = await sdk.batches.create(input_file_id=upload.id, endpoint="/v1/chat/completions",
-                                             completion_window="24h", metadata=self.metadata or None)
+                                             completion_window="24h",
+                                             metadata={**self.metadata, **({"wikirag_run": tag} if tag else {})}
+                                             or None)
         finally:
             await sdk.close()
         return str(batch.id)
+
+    async def find(self, tag: str) -> str | None:
+        """The batch submitted with metadata `wikirag_run = tag`, if the provider has it (OpenAI: batches
+        carry metadata; Anthropic's do not, so there a submission cut off before its id was saved is lost)."""
+        if self.provider != "openai":
+            return None
+        sdk = self._openai()
+        try:
+            page = await sdk.batches.list(limit=100)
+            for batch in page.data:
+                if (batch.metadata or {}).get("wikirag_run") == tag:
+                    return str(batch.id)
+        finally:
+            await sdk.close()
+        return None
 
     async def poll(self, batch_id: str) -> BatchState:
         if self.provider == "anthropic":
