@@ -75,6 +75,7 @@ async def _record(rag: Any, plan: Plan, ledger: Ledger, units_plan: UnitPlan, co
             if entry is not None and entry.hint_digest != digest:
                 stale += entry.cache_keys if entry.hint_digest else []
                 entry.hint_digest, entry.cache_keys = digest, []
+                ledger.notes[m] = entry  # set again: a ledger that saves changed rows only must see it
         payload.update(unit_payload(units, members[0]))
         hints.update({u.content: u.hint for u in units})
     if stale:
