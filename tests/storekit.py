@@ -91,7 +91,7 @@ def snapshot(config: WikiragConfig) -> dict:
     chunks = kv("text_chunks")
     for chunk in chunks.values():
         chunk.pop("llm_cache_list", None)  # which cached answers a chunk used depends on the run's history
-    ledger = json.loads((ws / "wikirag_ledger.json").read_text())
+    ledger = ledger_doc(ws)
     return {
         "nodes": nodes,
         "edges": edges,
@@ -112,3 +112,14 @@ def copy_vault(src: Path, dst: Path) -> Path:
 
     shutil.copytree(src, dst, ignore=shutil.ignore_patterns(".wikirag"))
     return dst
+
+
+def ledger_doc(workspace_dir: Path) -> dict:
+    """The ledger document of a file-store workspace (rows in wikirag_index.sqlite), as one dict."""
+    from wikirag.storage.sqlite_store import SqliteLedgerStore
+
+    store = SqliteLedgerStore(workspace_dir)
+    try:
+        return store.load() or {}
+    finally:
+        store.close()

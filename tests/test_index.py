@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.storekit import HashEmbedding, copy_vault, snapshot
+from tests.storekit import HashEmbedding, copy_vault, ledger_doc, snapshot
 from wikirag.errors import StoreLocked, StoreMismatch
 from wikirag.graph.contribution import plain_text
 from wikirag.graph.naming import note_entity_names
@@ -253,7 +253,6 @@ def test_the_store_is_a_plain_lightrag_working_dir(vault, tmp_path):
 @pytest.mark.parametrize("after_first_write", [0.0, 0.4])
 def test_kill_9_during_index_then_the_next_run_completes(tmp_path, after_first_write):
     """SIGKILL the real `wikirag index` after its first write-ahead; the next run must equal a fresh index."""
-    import json
     import os
     import signal
     import subprocess
@@ -267,17 +266,18 @@ def test_kill_9_during_index_then_the_next_run_completes(tmp_path, after_first_w
         (vault / f"Note {i}.md").write_text(text)
     store = tmp_path / "store"
     config = load_config(vault, store=store)
-    ledger_file = config.workspace_dir / "wikirag_ledger.json"
+    ledger_file = config.workspace_dir / "wikirag_index.sqlite"
     env = {**os.environ, "WIKIRAG_INDEX_BATCH_SIZE": "10"}  # many flushes: many places to die
     proc = subprocess.Popen([sys.executable, "-m", "wikirag.cli", "index", str(vault), "--store", str(store),
                              "--json"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     deadline = time.monotonic() + 120
-    while not ledger_file.exists() and time.monotonic() < deadline and proc.poll() is None:
+    while time.monotonic() < deadline and proc.poll() is None and not (
+            ledger_file.exists() and ledger_doc(config.workspace_dir)):  # the first write-ahead committed
         time.sleep(0.01)
     time.sleep(after_first_write)
     proc.send_signal(signal.SIGKILL)
     proc.wait(10)
-    killed = json.loads(ledger_file.read_text())
+    killed = ledger_doc(config.workspace_dir)
     assert len(killed["notes"]) < 150 or any(killed["pending"].values()), "the kill came after the run ended"
     report = run_index(config)  # the real embedder, as the killed run used
     assert report.notes_total == 150
@@ -287,15 +287,37 @@ def test_kill_9_during_index_then_the_next_run_completes(tmp_path, after_first_w
 
 
 def test_the_parse_cache_is_only_a_shortcut(vault, tmp_path):
-    from wikirag.index.parsecache import CACHE_FILENAME
+    import sqlite3
 
     config, _ = index(vault, tmp_path / "store")
-    cache_file = config.workspace_dir / CACHE_FILENAME
-    assert cache_file.exists()
-    cache_file.write_text("{not json")  # a damaged cache is ignored, never trusted
+    db = sqlite3.connect(config.workspace_dir / "wikirag_index.sqlite")
+    with db:
+        assert db.execute("SELECT count(*) FROM parsed_notes").fetchone()[0] > 10
+        db.execute("UPDATE parsed_notes SET note = '{not json'")  # a damaged cache is ignored, never trusted
+    db.close()
     note = vault / "projects" / "Bombe.md"
     note.write_text(note.read_text() + "\nAlso see [[Purple cipher]].\n")
     index(vault, tmp_path / "store")
+    fresh, _ = index(vault, tmp_path / "fresh")
+    assert snapshot(config) == snapshot(fresh)
+
+
+def test_notes_whose_stat_data_is_unchanged_are_not_read_again(vault, tmp_path, monkeypatch):
+    import os
+
+    import wikirag.vault.model as model
+
+    old = 1_600_000_000
+    for path in vault.rglob("*.md"):
+        os.utime(path, (old, old))  # not racy: modified long before the cache rows are written
+    config, _ = index(vault, tmp_path / "store")
+    reads: list[str] = []
+    real_read = model.read_note
+    monkeypatch.setattr(model, "read_note", lambda abs_path, rel, *a: reads.append(rel) or real_read(abs_path, rel, *a))
+    note = vault / "projects" / "Bombe.md"
+    note.write_text(note.read_text() + "\nAlso see [[Purple cipher]].\n")  # a new size and mtime
+    report = run_index(config, embedding_func=HashEmbedding().func())
+    assert reads == ["projects/Bombe.md"] and report.notes_changed >= 1
     fresh, _ = index(vault, tmp_path / "fresh")
     assert snapshot(config) == snapshot(fresh)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.pgserver_fixture import APP_DATABASE, APP_PASSWORD, APP_USER, ServerUnavailable, start_private_server
-from tests.storekit import HashEmbedding, copy_vault, snapshot
+from tests.storekit import HashEmbedding, copy_vault, ledger_doc, snapshot
 from wikirag.errors import ConfigError, StoreLocked
 from wikirag.lightrag.storages import lightrag_env_vars, lightrag_environment, lightrag_storage_kwargs
 from wikirag.storage.ledger_store import FileLedgerStore, LedgerConflict, PostgresLedgerStore, drop_workspace
@@ -453,7 +453,7 @@ def _pg_snapshot(settings: StorageSettings, config) -> dict:
         return {i: sorted(c) for i, c in _rows(settings, f"SELECT id, chunk_ids FROM {table} WHERE workspace = %s",
                                                 ws)}
 
-    ledger = __import__("json").loads((config.workspace_dir / "wikirag_ledger.json").read_text())
+    ledger = ledger_doc(config.workspace_dir)
     return {
         "nodes": {n["id"]: {"type": n.get("entity_type"), "description": n.get("description"),
                             "source_id": sources(n.get("source_id", "")), "file_path": sources(n.get("file_path", ""))}
@@ -555,6 +555,7 @@ def test_config_selects_postgres_and_the_ledger_and_lock_live_there(pg, settings
     report = run_index(config, embedding_func=HashEmbedding().func())
     assert report.notes_indexed > 40 and store_exists(config)
     assert not (config.workspace_dir / "wikirag_ledger.json").exists()  # the ledger is in the database
+    assert ledger_doc(config.workspace_dir) == {}  # the local SQLite file holds only the parse cache
     heads = _rows(settings, "SELECT count(*) FROM wikirag_ledger_notes WHERE workspace = 'integrated'")
     assert heads == [(report.notes_indexed,)]
     graph = asyncio.run(read_graph(config, embedding_func=HashEmbedding().func()))

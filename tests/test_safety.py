@@ -135,7 +135,7 @@ def test_rebuild_deletes_only_the_files_wikirag_and_lightrag_write(world, fast_e
     assert (workspace_dir / "my notes.md").read_text(encoding="utf-8") == "the user put this here"
     assert (workspace_dir / "folder" / "x.txt").exists()
     assert (workspace_dir / "vdb_chunks.json.bak").exists()
-    assert (workspace_dir / "wikirag_ledger.json").exists()  # rebuilt
+    assert (workspace_dir / "wikirag_index.sqlite").exists()  # rebuilt
 
 
 def test_export_never_writes_into_the_vault(world, fast_embedding):

@@ -40,11 +40,12 @@ from wikirag.cli.render import (
     watch_status,
 )
 from wikirag.errors import WikiragError
+from wikirag.index.reads import read_vault
 from wikirag.index.run import run_index
 from wikirag.index.watch import stop_on_signals, watch_vault
-from wikirag.query.export import export_graph, store_graph_stats
+from wikirag.query.export import export_graph
+from wikirag.query.ledger_stats import ledger_graph_stats
 from wikirag.query.retrieve import ask, find_vault
-from wikirag.vault.model import Vault
 from wikirag.vault.stats import compute_stats
 
 
@@ -76,8 +77,8 @@ def stats(
     """
     try:
         config = build_config(vault, store=store, exclude=exclude)  # the toml's `exclude` counts too
-        result = compute_stats(Vault.load(vault, config.exclude))
-        graph = store_graph_stats(config)
+        result = compute_stats(read_vault(config)[0])  # through the index's parse cache, when there is one
+        graph = ledger_graph_stats(config)  # the ledger, not LightRAG's stores: same figures, no store load
     except WikiragError as exc:
         fail(str(exc))
     err = Console(stderr=True, soft_wrap=True, highlight=False)
@@ -276,13 +277,13 @@ def cost_estimate(
         wikirag cost-estimate ~/Notes --model gpt-4o-mini
         wikirag cost-estimate ~/Notes --csv > costs.csv
     """
-    from wikirag.plan.cost import estimate_for_config
+    from wikirag.index.reads import estimate_cost
     from wikirag.plan.results import csv_rows
 
     try:
         config = build_config(vault, config_file=config_file, exclude=exclude, route=route)
         values = {k: v for k, v in {"model": model, "price_in": price_in, "price_out": price_out}.items() if v}
-        estimate = estimate_for_config(config, values)
+        estimate = estimate_cost(config, values)
     except WikiragError as exc:
         fail(str(exc))
     if as_json:

@@ -148,7 +148,9 @@ async def _extract_one(rag: Any, hinting: HintingLLM, plan: Plan, units: list[Un
     if not units or not members:
         for path in members:
             if path in todo:
-                ledger.notes[path].status = "indexed"
+                entry = ledger.notes[path]
+                entry.status = "indexed"
+                ledger.notes[path] = entry  # set again: saved as a row
         return Pending()
     digest = hint_digest(plan, units)
     stale = [k for m in members if ledger.notes[m].hint_digest and ledger.notes[m].hint_digest != digest
@@ -169,6 +171,7 @@ async def _extract_one(rag: Any, hinting: HintingLLM, plan: Plan, units: list[Un
             if path in todo:
                 entry = ledger.notes[path]
                 entry.status, entry.error = "pending_extraction", error
+                ledger.notes[path] = entry  # set again: saved as a row
                 report.issues.append(f"{path}: extraction failed, will retry: {error}")
         report.llm_failures += 1
         return Pending()
@@ -195,6 +198,7 @@ async def _extract_one(rag: Any, hinting: HintingLLM, plan: Plan, units: list[Un
         pending.merge(_set_extraction(entry, structure, clean(raw, text, hint, table, path, log)))
         entry.status, entry.error = "indexed", None
         entry.hint_digest, entry.cache_keys = digest, cache_keys
+        ledger.notes[path] = entry  # set again: saved as a row and its new fragments indexed
         if path in todo:
             report.notes_extracted += 1
             report.entity_merges += log.merges
@@ -232,4 +236,5 @@ def reclean(plan: Plan, ledger: Ledger, table: EntityNames, paths: list[str]) ->
         text, hint = member_context(plan, path, bool(entry.raw.get("packed")))
         structure = _structure(entry, None)
         pending.merge(_set_extraction(entry, structure, clean(entry.raw, text, hint, table, path, HygieneLog())))
+        ledger.notes[path] = entry  # set again: saved as a row and re-indexed
     return pending

@@ -8,21 +8,30 @@ entity/relation fragments. Every entity and relation in the store is re-derivabl
 Crash safety is write-ahead: before touching LightRAG, the new ledger is saved with `pending` naming
 every chunk, entity and relation the run will rewrite; after the stores are flushed, `pending` is
 cleared. A run that finds `pending` set (a crash, a kill -9, Ctrl-C) redoes those writes first. Every save
-replaces the whole document atomically, wherever it lives (storage.LedgerStore): a file in the workspace
-folder (temp file, fsync, rename), or tables in the PostgreSQL database that holds the index.
+is one atomic transaction wherever the ledger lives (storage.LedgerStore): rows in `wikirag_index.sqlite` in
+the workspace folder, or tables in the PostgreSQL database that holds the index. A save writes the head
+(meta, pending) and only the notes set or removed since the last save (`NoteTable` tracks them), so a
+one-note change writes one row, not the whole ledger.
+
+The entity and relation indexes (name -> fragments of every note) are kept current as notes are set and
+removed, so applying a change looks up the touched names instead of re-reading every fragment; `watch`
+keeps one Ledger in memory across its batches.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from wikirag.graph.records import EntityFragment, NoteContribution, RelationFragment
 from wikirag.storage.fs import LEDGER_FILENAME
-from wikirag.storage.ledger_store import FileLedgerStore, LedgerStore
+from wikirag.storage.ledger_store import LedgerStore
+from wikirag.storage.sqlite_store import SqliteLedgerStore
+from wikirag.vault.model import cyclic_gc_paused
 
 LEDGER_VERSION = 1
 
@@ -91,54 +100,193 @@ class Pending:
                    set(data.get("entities", [])), {tuple(r) for r in data.get("relations", [])})
 
 
+K = TypeVar("K")
+F = TypeVar("F")
+
+
+class _FragmentIndex(Mapping[K, list[F]], Generic[K, F]):
+    """key -> fragments from every note, kept as key -> {path: fragments} so one note is replaced alone."""
+
+    def __init__(self) -> None:
+        self._by_key: dict[K, dict[str, list[F]]] = {}
+
+    def add(self, path: str, fragments: dict[K, list[F]]) -> None:
+        for key, items in fragments.items():
+            self._by_key.setdefault(key, {})[path] = items
+
+    def remove(self, path: str, keys: Iterator[K] | set[K]) -> None:
+        for key in keys:
+            bucket = self._by_key.get(key)
+            if bucket is not None:
+                bucket.pop(path, None)
+                if not bucket:
+                    del self._by_key[key]
+
+    def __getitem__(self, key: K) -> list[F]:
+        return [f for items in self._by_key[key].values() for f in items]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._by_key
+
+    def __iter__(self) -> Iterator[K]:
+        return iter(self._by_key)
+
+    def __len__(self) -> int:
+        return len(self._by_key)
+
+
+def _entity_groups(entry: NoteEntry) -> dict[str, list[EntityFragment]]:
+    groups: dict[str, list[EntityFragment]] = {}
+    for fragment in entry.entities:
+        groups.setdefault(fragment.name, []).append(fragment)
+    return groups
+
+
+def _relation_groups(entry: NoteEntry) -> dict[tuple[str, str], list[RelationFragment]]:
+    groups: dict[tuple[str, str], list[RelationFragment]] = {}
+    for fragment in entry.relations:
+        groups.setdefault(tuple(sorted((fragment.src, fragment.tgt))), []).append(fragment)
+    return groups
+
+
+class NoteTable(dict):
+    """path -> NoteEntry that remembers which paths were set or removed since the last save (`dirty`) and
+    keeps the entity and relation indexes current. An entry changed in place must be set again
+    (`table[path] = entry`) to be saved and re-indexed."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.dirty: set[str] = set(self)
+        self._entities: _FragmentIndex[str, EntityFragment] | None = None
+        self._relations: _FragmentIndex[tuple[str, str], RelationFragment] | None = None
+        self._keys: dict[str, tuple[set[str], set[tuple[str, str]]]] = {}  # what each path is indexed under
+
+    def _unindex(self, path: str) -> None:
+        keys = self._keys.pop(path, None)
+        if keys is not None and self._entities is not None and self._relations is not None:
+            self._entities.remove(path, keys[0])
+            self._relations.remove(path, keys[1])
+
+    def _index(self, path: str, entry: NoteEntry) -> None:
+        if self._entities is None or self._relations is None:
+            return
+        entities, relations = _entity_groups(entry), _relation_groups(entry)
+        self._entities.add(path, entities)
+        self._relations.add(path, relations)
+        self._keys[path] = (set(entities), set(relations))
+
+    def indexes(self) -> tuple[_FragmentIndex, _FragmentIndex]:
+        if self._entities is None or self._relations is None:
+            self._entities, self._relations, self._keys = _FragmentIndex(), _FragmentIndex(), {}
+            for path, entry in self.items():
+                self._index(path, entry)
+        return self._entities, self._relations
+
+    def __setitem__(self, path: str, entry: NoteEntry) -> None:
+        self._unindex(path)
+        super().__setitem__(path, entry)
+        self._index(path, entry)
+        self.dirty.add(path)
+
+    def __delitem__(self, path: str) -> None:
+        super().__delitem__(path)
+        self._unindex(path)
+        self.dirty.add(path)
+
+    _MISSING = object()
+
+    def pop(self, path: str, default: Any = _MISSING) -> Any:
+        if path in self:
+            entry = super().pop(path)
+            self._unindex(path)
+            self.dirty.add(path)
+            return entry
+        if default is NoteTable._MISSING:
+            raise KeyError(path)
+        return default
+
+    def setdefault(self, path: str, default: Any = None) -> Any:
+        if path not in self:
+            self[path] = default
+        return self[path]
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        for path, entry in dict(*args, **kwargs).items():
+            self[path] = entry
+
+    def clear(self) -> None:
+        self.dirty |= set(self)
+        super().clear()
+        self._entities = self._relations = None
+        self._keys = {}
+
+    def popitem(self) -> tuple[str, Any]:
+        raise NotImplementedError("NoteTable.popitem: remove notes by path")
+
+
 @dataclass
 class Ledger:
     meta: dict[str, Any] = field(default_factory=dict)  # embedding identity, chunking, vault
-    notes: dict[str, NoteEntry] = field(default_factory=dict)
+    notes: NoteTable = field(default_factory=NoteTable)
     pending: Pending = field(default_factory=Pending)
     store: LedgerStore | None = field(default=None, repr=False, compare=False)  # where it was loaded from
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.notes, NoteTable):
+            self.notes = NoteTable(self.notes)
+        self._synced_with = None  # the store whose rows equal `notes` minus `notes.dirty`
 
     # --- persistence ---
     @classmethod
     def load(cls, where: Path | LedgerStore) -> Ledger:
-        """From a workspace folder (the file store) or any LedgerStore; `save()` writes back there."""
-        store = FileLedgerStore(where) if isinstance(where, Path) else where
+        """From a workspace folder (the SQLite file store) or any LedgerStore; `save()` writes back there."""
+        store = SqliteLedgerStore(where) if isinstance(where, Path) else where
+        with cyclic_gc_paused():  # many long-lived objects, no cycles: see vault.model
+            return cls._load(store)
+
+    @classmethod
+    def _load(cls, store: LedgerStore) -> Ledger:
         data = store.load()
         if data is None:
-            return cls(store=store)
-        if data.get("version") != LEDGER_VERSION:
-            raise ValueError(f"{store.location}: ledger version {data.get('version')} is not {LEDGER_VERSION}")
-        notes = {p: _entry_from_dict(e) for p, e in data["notes"].items()}
-        return cls(meta=data.get("meta", {}), notes=notes, pending=Pending.from_dict(data.get("pending", {})),
-                   store=store)
+            ledger = cls(store=store)
+        else:
+            if data.get("version") != LEDGER_VERSION:
+                raise ValueError(f"{store.location}: ledger version {data.get('version')} is not {LEDGER_VERSION}")
+            notes = NoteTable({p: _entry_from_dict(e) for p, e in data["notes"].items()})
+            ledger = cls(meta=data.get("meta", {}), notes=notes, pending=Pending.from_dict(data.get("pending", {})),
+                         store=store)
+        ledger.notes.dirty.clear()
+        ledger._synced_with = store
+        return ledger
 
     def save(self, where: Path | LedgerStore | None = None) -> None:
-        store = FileLedgerStore(where) if isinstance(where, Path) else (where or self.store)
+        """One atomic write: the head (meta, pending) and the notes changed since the last save (all of them
+        when saving somewhere this ledger was not loaded from or saved to)."""
+        store = SqliteLedgerStore(where) if isinstance(where, Path) else (where or self.store)
         if store is None:
             raise ValueError("Ledger.save: this ledger was not loaded from a store; say where to save it")
-        data = {
-            "version": LEDGER_VERSION,
-            "meta": self.meta,
-            "pending": self.pending.to_dict(),
-            "notes": {p: _entry_to_dict(e) for p, e in sorted(self.notes.items())},
-        }
-        store.save(data)
-        self.store = store
+        head = {"version": LEDGER_VERSION, "meta": self.meta, "pending": self.pending.to_dict()}
+        incremental = store is self._synced_with
+        save_rows = getattr(store, "save_rows", None)
+        if save_rows is not None and incremental:
+            dirty = self.notes.dirty
+            save_rows(head, {p: _entry_to_dict(self.notes[p]) for p in sorted(dirty) if p in self.notes},
+                      sorted(p for p in dirty if p not in self.notes))
+        elif save_rows is not None:
+            save_rows(head, {p: _entry_to_dict(e) for p, e in sorted(self.notes.items())}, replace_all=True)
+        else:
+            store.save({**head, "notes": {p: _entry_to_dict(e) for p, e in sorted(self.notes.items())}})
+        self.notes.dirty.clear()
+        self.store = self._synced_with = store
 
-    # --- derived views ---
-    def entity_index(self) -> dict[str, list[EntityFragment]]:
-        index: dict[str, list[EntityFragment]] = {}
-        for entry in self.notes.values():
-            for fragment in entry.entities:
-                index.setdefault(fragment.name, []).append(fragment)
-        return index
+    # --- derived views (kept current by NoteTable; read-only) ---
+    def entity_index(self) -> Mapping[str, list[EntityFragment]]:
+        with cyclic_gc_paused():
+            return self.notes.indexes()[0]
 
-    def relation_index(self) -> dict[tuple[str, str], list[RelationFragment]]:
-        index: dict[tuple[str, str], list[RelationFragment]] = {}
-        for entry in self.notes.values():
-            for fragment in entry.relations:
-                index.setdefault(tuple(sorted((fragment.src, fragment.tgt))), []).append(fragment)
-        return index
+    def relation_index(self) -> Mapping[tuple[str, str], list[RelationFragment]]:
+        with cyclic_gc_paused():
+            return self.notes.indexes()[1]
 
 
 def _entry_to_dict(entry: NoteEntry) -> dict[str, Any]:

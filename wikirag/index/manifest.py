@@ -6,20 +6,20 @@ the store has no unfinished writes, nothing can have changed, and `wikirag index
 manifest without reading a note (the way git trusts its index's stat data). Files modified within two
 seconds before the manifest was written are "racy" (a later edit in the same clock tick would keep the
 mtime) and never trusted. Any writing run deletes the manifest before its first write, so a crash
-leaves none behind.
+leaves none behind. It is one document in the workspace's `wikirag_index.sqlite`.
 """
 
 from __future__ import annotations
 
-import json
+import sqlite3
 import time
 from pathlib import Path
 from typing import Any
 
-from wikirag.storage.fs import atomic_write_text
+from wikirag.storage.sqlite_store import connect_index_db, get_doc, put_doc
 from wikirag.vault.read import ScanResult
 
-MANIFEST_FILENAME = "wikirag_manifest.json"
+MANIFEST_FILENAME = "wikirag_manifest.json"  # where versions before the SQLite store kept it
 MANIFEST_VERSION = 1
 RACY_NS = 2_000_000_000
 
@@ -35,8 +35,16 @@ def stat_signature(scan: ScanResult) -> dict[str, Any]:
 def load_unchanged(workspace_dir: Path, key: str, scan: ScanResult) -> dict[str, Any] | None:
     """The recorded report figures when nothing changed since the last completed run, else None."""
     try:
-        data = json.loads((workspace_dir / MANIFEST_FILENAME).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        conn = connect_index_db(workspace_dir, create=False)
+        if conn is None:
+            return None
+        try:
+            data = get_doc(conn, "manifest")
+        finally:
+            conn.close()
+    except (sqlite3.Error, ValueError):
+        return None
+    if not isinstance(data, dict):
         return None
     if data.get("version") != MANIFEST_VERSION or data.get("key") != key:
         return None
@@ -52,8 +60,18 @@ def load_unchanged(workspace_dir: Path, key: str, scan: ScanResult) -> dict[str,
 def save_manifest(workspace_dir: Path, key: str, scan: ScanResult, report: dict[str, Any]) -> None:
     data = {"version": MANIFEST_VERSION, "key": key, "written_ns": time.time_ns(),
             "files": stat_signature(scan), "report": report}
-    atomic_write_text(workspace_dir / MANIFEST_FILENAME, json.dumps(data, ensure_ascii=False))
+    conn = connect_index_db(workspace_dir)
+    try:
+        put_doc(conn, "manifest", data)
+    finally:
+        conn.close()
 
 
 def drop_manifest(workspace_dir: Path) -> None:
     (workspace_dir / MANIFEST_FILENAME).unlink(missing_ok=True)
+    conn = connect_index_db(workspace_dir, create=False)
+    if conn is not None:
+        try:
+            conn.execute("DELETE FROM docs WHERE name = 'manifest'")
+        finally:
+            conn.close()

@@ -1,21 +1,37 @@
-"""A cache of parsed notes (and their body token counts) in the store, keyed by each file's digest.
+"""A cache of parsed notes (and their body token counts) in the store, one SQLite row per note, keyed by path
+with each file's digest, size and modification time.
 
-A no-change `wikirag index` still reads and hashes every note (that is how changes are found), but it
-need not parse them again: parse_note is pure, so a note whose bytes have the same digest parses the same.
-JSON, not pickle: a store folder can travel with a synced vault, and loading it must never run code.
+parse_note is pure, so a note whose bytes have the same digest parses the same: it is not parsed again. A
+note whose size and nanosecond mtime still equal the row's, modified well before the row was written (not
+"racy", as git says) and read without problems then, is not even read: its digest is taken from the row.
+Rows hold JSON, not pickle: a store folder can travel with a synced vault, and loading it must never run
+code. Only rows whose note changed are written; a damaged database is ignored (and rebuilt).
 """
 
 from __future__ import annotations
 
 import json
+import sqlite3
+import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from wikirag.models import Heading, ParsedNote, WikiLink
-from wikirag.storage.fs import atomic_write_text
+from wikirag.storage.sqlite_store import connect_index_db, get_doc, put_doc
+from wikirag.vault.model import cyclic_gc_paused
 
-CACHE_FILENAME = "wikirag_parsed.json"
-CACHE_VERSION = 1
+CACHE_VERSION = 2
+RACY_NS = 2_000_000_000  # a file modified this close before its row was written may change unseen
+
+
+class ParseCache(dict):
+    """path -> (digest, parsed note, body tokens); `stats` holds path -> (size, mtime_ns) for the rows whose
+    stat data can be trusted in place of reading the file."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.stats: dict[str, tuple[int, int]] = {}
 
 
 def _note_from_dict(data: dict) -> ParsedNote:
@@ -25,21 +41,70 @@ def _note_from_dict(data: dict) -> ParsedNote:
     return ParsedNote(**data)
 
 
-def load_parse_cache(workspace_dir: Path, encoding: str) -> dict[str, tuple[str, ParsedNote, int]]:
-    """path -> (digest, parsed note, body tokens in `encoding`); empty when missing, stale or unreadable."""
-    path = workspace_dir / CACHE_FILENAME
+def _key(encoding: str) -> dict[str, Any]:
+    return {"version": CACHE_VERSION, "encoding": encoding}
+
+
+def load_parse_cache(workspace_dir: Path, encoding: str) -> ParseCache:
+    """The cached rows; empty when missing, stale (another encoding or version) or unreadable."""
+    cache = ParseCache()
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if data.get("version") != CACHE_VERSION or data.get("encoding") != encoding:
-            return {}
-        return {p: (d, _note_from_dict(n), t) for p, (d, n, t) in data["notes"].items()}
-    except (OSError, ValueError, TypeError, KeyError):
-        return {}
+        conn = connect_index_db(workspace_dir, create=False)
+        if conn is None:
+            return cache
+        try:
+            if get_doc(conn, "parse_cache") != _key(encoding):
+                return cache
+            rows = conn.execute("SELECT path, digest, note, tokens FROM parsed_notes").fetchall()
+            stats = conn.execute("SELECT path, size, mtime_ns, written_ns FROM parsed_stats").fetchall()
+        finally:
+            conn.close()
+        with cyclic_gc_paused():
+            for path, digest, note, tokens in rows:
+                cache[path] = (digest, _note_from_dict(json.loads(note)), tokens)
+        cache.stats = {p: (size, mtime) for p, size, mtime, written in stats
+                       if p in cache and mtime < written - RACY_NS}
+    except (sqlite3.Error, ValueError, TypeError, KeyError):
+        return ParseCache()
+    return cache
 
 
 def save_parse_cache(workspace_dir: Path, encoding: str, notes: dict[str, ParsedNote], digests: dict[str, str],
-                     body_tokens: dict[str, int]) -> None:
-    workspace_dir.mkdir(parents=True, exist_ok=True)
-    data = {"version": CACHE_VERSION, "encoding": encoding,
-            "notes": {p: [digests[p], asdict(n), body_tokens[p]] for p, n in notes.items() if p in body_tokens}}
-    atomic_write_text(workspace_dir / CACHE_FILENAME, json.dumps(data, ensure_ascii=False))
+                     body_tokens: dict[str, int], cached: dict[str, tuple] | None = None,
+                     stats: dict[str, tuple[int, int]] | None = None, unread_ok: set[str] | None = None) -> int:
+    """Write the rows whose digest differs from `cached` (the rows loaded) and delete the notes gone; returns
+    the rows written. `stats` (path -> size, mtime_ns as scanned) is recorded for the notes in `unread_ok`
+    (read without problems), the only ones a later run may take from their stat data."""
+    cached = cached or {}
+    unread_ok = unread_ok or set()
+    stats = stats or {}
+    now = time.time_ns()
+    try:
+        conn = connect_index_db(workspace_dir)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            if get_doc(conn, "parse_cache") != _key(encoding):
+                conn.execute("DELETE FROM parsed_notes")
+                conn.execute("DELETE FROM parsed_stats")
+                cached = {}
+                put_doc(conn, "parse_cache", _key(encoding))
+            changed = [p for p in notes if p in body_tokens and (p not in cached or cached[p][0] != digests[p])]
+            gone = [(p,) for p in cached if p not in notes]
+            conn.executemany("DELETE FROM parsed_notes WHERE path = ?", gone)
+            conn.executemany("DELETE FROM parsed_stats WHERE path = ?", gone)
+            conn.executemany("INSERT OR REPLACE INTO parsed_notes (path, digest, note, tokens) VALUES (?, ?, ?, ?)",
+                             [(p, digests[p], json.dumps(asdict(notes[p]), ensure_ascii=False), body_tokens[p])
+                              for p in changed])
+            old_stats = getattr(cached, "stats", {})
+            fresh = [(p, *stats[p], now) for p in notes
+                     if p in stats and p in unread_ok and old_stats.get(p) != stats[p]]
+            conn.executemany("DELETE FROM parsed_stats WHERE path = ?",
+                             [(p,) for p in notes if p not in unread_ok or p not in stats])
+            conn.executemany("INSERT OR REPLACE INTO parsed_stats (path, size, mtime_ns, written_ns) "
+                             "VALUES (?, ?, ?, ?)", fresh)
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return 0  # only a shortcut: the next run parses again
+    return len(changed)

@@ -107,11 +107,20 @@ def entity_names_table(vault: Vault, names: dict[str, str], default_type: str) -
 
 
 def plan_index(config: WikiragConfig, ledger: Ledger, vault: Vault | None = None,
-               cache: dict[str, tuple[str, ParsedNote, int]] | None = None) -> Plan:
-    """What a run will do. `cache` (parsecache) spares re-parsing and re-counting unchanged notes."""
+               cache: dict[str, tuple[str, ParsedNote, int]] | None = None, scan: Any = None,
+               previous: Plan | None = None) -> Plan:
+    """What a run will do. `cache` (parsecache) spares re-reading, re-parsing and re-counting unchanged
+    notes; `scan` is the run's scan_vault result, so the vault is walked once. `previous` is the last plan
+    of the same in-memory vault (`watch`): notes the vault has not touched since keep their token counts
+    and routing decisions."""
     cache = cache or {}
     vault = vault or Vault.load(config.vault, exclude=config.exclude,
-                                parsed={p: (d, n) for p, (d, n, _) in cache.items()})
+                                parsed={p: (d, n) for p, (d, n, _) in cache.items()},
+                                trusted=getattr(cache, "stats", None), scan=scan)
+    touched = vault.take_touched()
+    if previous is not None and previous.vault is vault:
+        cache = {p: (vault.digests[p], None, n) for p, n in previous.body_tokens.items()
+                 if p not in touched and p in vault.digests}
     encoder = get_encoding(config.index.encoding)
     body_tokens = {  # counted as routing counts them
         p: cached[2] if (cached := cache.get(p)) and cached[0] == vault.digests[p]
@@ -120,13 +129,24 @@ def plan_index(config: WikiragConfig, ledger: Ledger, vault: Vault | None = None
     }
     names = note_entity_names(vault.notes)
     unresolved = unresolved_names(vault, names)
-    decisions = route_vault(vault, config.route, config.route_overrides, encoding=config.index.encoding,
-                            body_tokens=body_tokens)
+    if previous is not None and previous.vault is vault:
+        again = sorted(p for p in vault.notes if p in touched or p not in previous.decisions)
+        decisions = {p: d for p, d in previous.decisions.items() if p in vault.notes and p not in touched}
+        decisions.update(route_vault(_Part(vault, again), config.route, config.route_overrides,
+                                     encoding=config.index.encoding, body_tokens=body_tokens))
+        decisions = dict(sorted(decisions.items()))
+    else:
+        decisions = route_vault(vault, config.route, config.route_overrides, encoding=config.index.encoding,
+                                body_tokens=body_tokens)
     plan = Plan(vault, names, unresolved, {}, decisions, llm_model=config.llm.model, body_tokens=body_tokens)
     default_type = config.index.default_note_type
     if plan.llm_model:  # hygiene depends on every note's names and types, kept apart from the signatures
         plan.names_digest = stable_digest(sorted(
             (names[p], note_type(n, default_type), sorted(n.aliases)) for p, n in vault.notes.items()))
+    # Without an LLM a signature reads only the note, its links and the names: when no name changed, an
+    # untouched note keeps its signature (with one, hints read linked notes' text: always recompute).
+    reuse = (previous is not None and previous.vault is vault and not plan.llm_model
+             and previous.names == names and previous.unresolved == unresolved)
     for path in sorted(vault.notes):
         decision = decisions[path]
         if decision.route == "skip":
@@ -144,7 +164,10 @@ def plan_index(config: WikiragConfig, ledger: Ledger, vault: Vault | None = None
                               decision.sections, config.index.pack_max_tokens]
             else:
                 extraction = ["pending"]
-        plan.signatures[path] = note_signature(vault, path, names, unresolved, config, extraction)
+        if reuse and path not in touched and path in previous.signatures:
+            plan.signatures[path] = previous.signatures[path]  # same bytes, links, names: same signature
+        else:
+            plan.signatures[path] = note_signature(vault, path, names, unresolved, config, extraction)
     for path, signature in sorted(plan.signatures.items()):
         entry = ledger.notes.get(path)
         if entry is None:
@@ -158,3 +181,11 @@ def plan_index(config: WikiragConfig, ledger: Ledger, vault: Vault | None = None
     plan.deleted = sorted(set(ledger.notes) - set(plan.signatures))
     return plan
 
+
+class _Part:
+    """Some notes of a vault, for routing only them (routing reads `.notes` and `.outgoing`)."""
+
+    def __init__(self, vault: Vault, paths: list[str]) -> None:
+        self.root = vault.root
+        self.notes = {p: vault.notes[p] for p in paths}
+        self.outgoing = vault.outgoing

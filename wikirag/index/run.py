@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +67,19 @@ def open_ledger_store(config: WikiragConfig):
     return ledger_store(config.storage, config.workspace_dir, config.workspace)
 
 
+FREEZE_ABOVE = 2000  # notes; below, the cyclic collector's passes cost little
+
+
+@dataclass
+class RunState:
+    """What `watch` keeps in memory between its batches: the ledger (with its entity and relation indexes)
+    and the last plan (token counts and routing decisions of untouched notes). Dropped after a failed run,
+    so the next one starts from the store."""
+
+    ledger: Ledger | None = None
+    plan: Plan | None = None
+
+
 def run_index(config: WikiragConfig, *, dry_run: bool = False, rebuild: bool = False,
               progress: Progress | None = None, **kwargs: Any) -> IndexReport:
     """Index the vault into its store (sync wrapper for the CLI; keywords as `index_vault`)."""
@@ -74,15 +89,17 @@ def run_index(config: WikiragConfig, *, dry_run: bool = False, rebuild: bool = F
 async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: bool = False,
                       progress: Progress | None = None, vault: Vault | None = None, rag: Any = None,
                       hinting: HintingLLM | None = None, llm_func: Callable[..., Any] | None = None,
-                      budget_usd: float | None = None, locked: bool = False, batch: bool = False,
+                      budget_usd: float | None = None, locked: bool = False, state: RunState | None = None,
+                      batch: bool = False,
                       should_stop: Callable[[], bool] | None = None,
                       **engine_kwargs: Any) -> IndexReport:
     """Bring the store in step with the vault.
 
     `watch` passes its in-memory `vault` (kept current file by file), an open `rag` with its `hinting`
-    LLM wrapper and `locked=True` (it holds the writer lock for its whole session); `wikirag index`
-    passes none of them. `llm_func` replaces the configured provider (tests pass a fake LLM). `batch`:
-    extraction requests go through the provider's batch API first (index/batching.py).
+    LLM wrapper, `locked=True` (it holds the writer lock for its whole session) and its `state` (kept
+    between batches); `wikirag index` passes none of them. `llm_func` replaces the configured provider
+    (tests pass a fake LLM). `batch`: extraction requests go through the provider's batch API first
+    (index/batching.py).
     """
     started = time.perf_counter()
     if not config.vault.is_dir():
@@ -102,6 +119,20 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
         from wikirag.llm.batch import check_batch
 
         check_batch(config.llm)
+    try:
+        return await _index(config, report, started, progress, rebuild, vault, rag, hinting, llm_func,
+                            budget_usd, locked, state, should_stop, engine_kwargs, batch, watching)
+    except BaseException:
+        if state is not None:  # the in-memory ledger may hold a half-applied batch: reload it next time
+            state.ledger = state.plan = None
+        raise
+
+
+async def _index(config: WikiragConfig, report: IndexReport, started: float, progress: Progress, rebuild: bool,
+                 vault: Vault | None, rag: Any, hinting: HintingLLM | None, llm_func: Callable[..., Any] | None,
+                 budget_usd: float | None, locked: bool, state: RunState | None,
+                 should_stop: Callable[[], bool] | None, engine_kwargs: dict[str, Any], batch: bool,
+                 watching: bool) -> IndexReport:
     async with contextlib.AsyncExitStack() as stack:
         if not locked:
             stack.enter_context(StoreLock(config))
@@ -119,13 +150,19 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
                 report.seconds = round(time.perf_counter() - started, 3)
                 return report
             drop_manifest(config.workspace_dir)
-        ledger = Ledger.load(open_ledger_store(config))
+        ledger = state.ledger if state is not None and state.ledger is not None else None
+        if ledger is None:
+            ledger = Ledger.load(open_ledger_store(config))
         _check_store(ledger, config)
         cache = load_parse_cache(config.workspace_dir, config.index.encoding) if vault is None else {}
-        plan = plan_index(config, ledger, vault, cache)
-        if vault is None and {p: c[0] for p, c in cache.items()} != plan.vault.digests:
+        plan = plan_index(config, ledger, vault, cache, scan=scan, previous=state.plan if state else None)
+        if state is not None:
+            state.ledger, state.plan = ledger, plan
+        if len(plan.vault.notes) > FREEZE_ABOVE:
+            gc.freeze()  # vault, ledger and plan live to the end: later collections need not trace them
+        if vault is None:  # writes only the rows of notes that changed
             save_parse_cache(config.workspace_dir, config.index.encoding, plan.vault.notes, plan.vault.digests,
-                             plan.body_tokens)
+                             plan.body_tokens, cache, plan.vault.stats, plan.vault.clean)
         progress("scan", 1, 1)
         fill_plan_counts(report, plan, ledger)
         if budget_usd is not None and plan.llm_model:

@@ -27,7 +27,7 @@ from watchdog.events import FileSystemEventHandler
 from watchdog.observers import Observer
 
 from wikirag.index.report import IndexReport
-from wikirag.index.run import StoreLock, hinting_llm, index_vault
+from wikirag.index.run import RunState, StoreLock, hinting_llm, index_vault
 from wikirag.lightrag.embeddings import EmbeddingCounter
 from wikirag.lightrag.engine import open_engine
 from wikirag.llm.redact import redact
@@ -160,7 +160,8 @@ async def watch_vault(
             vault = Vault.load(config.vault, exclude=config.exclude)
             counter = engine_kwargs.pop("embedding_counter", None) or EmbeddingCounter()
             hinting = hinting_llm(config, engine_kwargs.pop("llm_func", None))
-            run = {"rag": None, "hinting": hinting, "locked": True, "embedding_counter": counter}
+            run = {"rag": None, "hinting": hinting, "locked": True, "embedding_counter": counter,
+                   "state": RunState()}  # ledger, indexes and plan stay in memory between batches
             async with open_engine(config, embedding_counter=counter, llm_func=hinting, **engine_kwargs) as rag:
                 run["rag"] = rag
                 retry = _Retry(retry_seconds)

@@ -24,6 +24,7 @@ from wikirag.lightrag.embeddings import EMBEDDING_PROVIDERS, EmbeddingCounter, E
 from wikirag.lightrag.guard import import_lightrag
 from wikirag.lightrag.storages import lightrag_environment, lightrag_storage_kwargs
 from wikirag.lightrag.tokens import lightrag_tokenizer
+from wikirag.lightrag.vector_cache import cached_embedding_func
 from wikirag.markdown.chunking import lightrag_chunking_func
 from wikirag.settings import RETRY_MAX_WAIT_S, LLMSettings, WikiragConfig
 from wikirag.storage.postgres import storage_unreachable
@@ -115,12 +116,16 @@ async def open_engine(
     _claim_workspace(config)
     env = contextlib.ExitStack()
     try:
+        embed = embedding_func or make_embedding_func(embedding_spec(config), counter, config.embedding.base_url)
+        # Each distinct text is embedded once per store and model (renames, rebuilds, unchanged records).
+        identity = embedding_spec(config).identity if embedding_func is None else f"given:{embed.model_name}"
+        embed, vectors = cached_embedding_func(embed, config.workspace_dir, identity)
+        env.callback(vectors.close)
         env.enter_context(lightrag_environment(config.storage))  # server storages read env vars
         rag = LightRAG(
             working_dir=str(config.store),
             workspace=config.workspace,
-            embedding_func=embedding_func or make_embedding_func(embedding_spec(config), counter,
-                                                                config.embedding.base_url),
+            embedding_func=embed,
             llm_model_func=llm_func or _no_llm,
             # Part of LightRAG's LLM cache key: switching models never reuses another model's answers.
             llm_model_name=config.llm.model or "none",

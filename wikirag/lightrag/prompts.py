@@ -25,8 +25,9 @@ from wikirag.lightrag.tokens import get_encoding
 
 def lightrag_defaults() -> dict[str, Any]:
     """LightRAG's own defaults for the knobs the cost model reads (not its env overrides)."""
-    import_lightrag()
-    from lightrag import constants as c  # a light module: no .env loading, no heavy imports
+    # `lightrag.constants` alone: plain values, no .env loading (that is lightrag.base, which
+    # import_lightrag guards) and none of the ~2.5 s of imports behind it, which cost-estimate never needs.
+    from lightrag import constants as c
 
     return {
         "gleaning": c.DEFAULT_MAX_GLEANING,

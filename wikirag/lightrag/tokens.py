@@ -84,7 +84,10 @@ def get_encoding(name: str = DEFAULT_ENCODING):
     return tiktoken.get_encoding(name)
 
 
+@lru_cache(maxsize=4096)  # bounded: LLM prompts are counted here too
 def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
+    """Tokens of `text`; each distinct text is encoded once per process (hints, bodies and headers
+    repeat across the cost model, the budget and routing)."""
     return len(get_encoding(encoding).encode(text, disallowed_special=()))
 
 

@@ -340,29 +340,32 @@ class _OneNote:
         return list(self._outgoing)
 
 
-def estimate_for_config(config: Any, values: Mapping[str, Any] | None = None) -> CostEstimate:
+def estimate_for_config(config: Any, values: Mapping[str, Any] | None = None, *, vault: Any = None,
+                        body_tokens: Mapping[str, int] | None = None) -> CostEstimate:
     """Scan, route and estimate a configured vault: what `wikirag cost-estimate` runs. Reads only the
-    vault; needs no store and no LLM. `values` are command-line overrides of [cost] keys."""
+    vault; needs no store and no LLM. `values` are command-line overrides of [cost] keys. A caller that
+    has the vault loaded (and its body token counts) passes them (index.reads does, from the parse cache)."""
     from wikirag.plan.routing import route_vault
     from wikirag.vault.model import Vault
 
-    vault = Vault.load(config.vault, exclude=config.exclude)
-    decisions = route_vault(vault, config.route, config.route_overrides, encoding=config.index.encoding)
+    vault = vault or Vault.load(config.vault, exclude=config.exclude)
+    decisions = route_vault(vault, config.route, config.route_overrides, encoding=config.index.encoding,
+                            body_tokens=body_tokens)
     settings = CostSettings.from_config(config, values)
     estimate = estimate_vault(vault, decisions, settings)
-    estimate.alternatives = alternatives(vault, config, settings, decisions)
+    estimate.alternatives = alternatives(vault, config, settings, decisions, body_tokens)
     return estimate
 
 
-def alternatives(vault: Any, config: Any, settings: CostSettings,
-                 decisions: Mapping[str, RouteDecision]) -> list[Alternative]:
+def alternatives(vault: Any, config: Any, settings: CostSettings, decisions: Mapping[str, RouteDecision],
+                 body_tokens: Mapping[str, int] | None = None) -> list[Alternative]:
     """What the routed plan would cost one setting away: the other routing policy, and gleaning on or off."""
     from wikirag.plan.routing import POLICIES, route_vault
 
     out = []
     other = next(p for p in POLICIES if p != config.route.policy)
     routed = route_vault(vault, replace(config.route, policy=other), config.route_overrides,
-                         encoding=config.index.encoding)
+                         encoding=config.index.encoding, body_tokens=body_tokens)
     est = estimate_vault(vault, routed, settings, vanilla=False)
     out.append(Alternative(f'[route] policy = "{other}"', est.routes, est.scenarios["wikirag"]))
     gleaning = 0 if (settings.gleaning or 0) > 0 else 1

@@ -21,8 +21,14 @@ LOCK_FILENAME = "wikirag.lock"
 # nothing else, so a store pointed at the wrong folder can never take a user's file with it.
 STORE_FILE_PATTERNS = (
     "kv_store_*.json", "vdb_*.json", "graph_chunk_entity_relation.graphml", "wikirag_*.json", "wikirag_*.jsonl",
+    "wikirag_index.sqlite", "wikirag_index.sqlite-wal", "wikirag_index.sqlite-shm",
     ".kv_store_*.tmp", ".vdb_*.tmp", ".wikirag_*.tmp",
 )
+
+
+# Ours too, but kept by `--rebuild`: the content-hash vector cache (lightrag.vector_cache). A vector depends
+# only on its text and the model, both in its key, so a rebuild re-embeds nothing it already has.
+KEPT_ACROSS_REBUILD = ("wikirag_vectors.sqlite", "wikirag_vectors.sqlite-wal", "wikirag_vectors.sqlite-shm")
 
 
 def is_store_file(path: Path) -> bool:
@@ -38,7 +44,7 @@ def wipe_store_files(workspace_dir: Path) -> list[Path]:
     for child in sorted(workspace_dir.iterdir()):
         if is_store_file(child):
             child.unlink()
-        elif child.name != LOCK_FILENAME:
+        elif child.name != LOCK_FILENAME and child.name not in KEPT_ACROSS_REBUILD:
             kept.append(child)
     return kept
 

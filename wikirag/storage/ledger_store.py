@@ -1,5 +1,7 @@
-"""Where the ledger document lives, beside the data: a JSON file in the workspace folder, or rows in the
-index's own PostgreSQL database. Both replace the whole document atomically.
+"""Where the ledger lives, beside the data: rows in `wikirag_index.sqlite` in the workspace folder
+(storage.sqlite_store; `FileLedgerStore`, one JSON document, is what older versions wrote and is migrated from),
+or rows in the index's own PostgreSQL database. Every save is atomic; the row stores also take `save_rows`,
+which writes the head and only the changed notes.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ class LedgerStore(Protocol):
     def save(self, data: dict) -> None: ...
 
     def delete(self) -> None: ...
+
+    # Row stores also offer: save_rows(head, upserts, deletes, *, replace_all=False) -> None
 
 
 class FileLedgerStore:
@@ -149,6 +153,44 @@ class PostgresLedgerStore:
         self._revision = current + 1
         self._known = {p: digest for p, (digest, _) in encoded.items()}
 
+    def save_rows(self, head: dict, upserts: dict[str, Any], deletes: Any = (), *, replace_all: bool = False) -> None:
+        """The head and only these notes, in one transaction; the revision check as in `save`."""
+        from psycopg.types.json import Jsonb
+
+        if replace_all:
+            self.save({**head, "notes": dict(upserts)})
+            return
+        if self._known is None:
+            raise ValueError(f"{self.location}: save_rows before load or save; the changed rows alone are not a ledger")
+        encoded = {p: _encode(e) for p, e in upserts.items()}
+        gone = [p for p in deletes if p not in encoded]
+        with connect(self.settings) as conn, conn.transaction():
+            _ensure_ledger_tables(conn)
+            row = conn.execute("SELECT revision FROM wikirag_ledger WHERE workspace = %s FOR UPDATE",
+                               (self.workspace,)).fetchone()
+            current = row[0] if row else 0
+            if current != self._revision:
+                raise LedgerConflict(f"{self.location}: the ledger changed since this run read it "
+                                     "(another wikirag wrote this workspace); run the command again")
+            conn.execute("INSERT INTO wikirag_ledger (workspace, data, revision) VALUES (%s, %s, 1) "
+                         "ON CONFLICT (workspace) DO UPDATE SET data = EXCLUDED.data, "
+                         "revision = wikirag_ledger.revision + 1, updated_at = now()",
+                         (self.workspace, Jsonb(head)))
+            if gone:
+                conn.execute("DELETE FROM wikirag_ledger_notes WHERE workspace = %s AND path = ANY(%s)",
+                             (self.workspace, gone))
+            changed = [(self.workspace, p, digest, text) for p, (digest, text) in encoded.items()
+                       if self._known.get(p) != digest]
+            if changed:
+                with conn.cursor() as cur:
+                    cur.executemany("INSERT INTO wikirag_ledger_notes (workspace, path, digest, entry) "
+                                    "VALUES (%s, %s, %s, %s::jsonb) ON CONFLICT (workspace, path) "
+                                    "DO UPDATE SET digest = EXCLUDED.digest, entry = EXCLUDED.entry", changed)
+        self._revision = current + 1
+        for p in gone:
+            self._known.pop(p, None)
+        self._known.update({p: digest for p, (digest, _) in encoded.items()})
+
     def delete(self) -> None:
         with connect(self.settings) as conn, conn.transaction():
             if _ledger_tables_exist(conn):
@@ -178,7 +220,9 @@ def ledger_store(settings: StorageSettings, workspace_dir: Path, workspace: str)
     (With only other servers, e.g. Neo4j + Qdrant, the ledger stays a local file: one indexing machine.)"""
     if settings.uses_postgres:
         return PostgresLedgerStore(settings, workspace)
-    return FileLedgerStore(workspace_dir)
+    from wikirag.storage.sqlite_store import SqliteLedgerStore
+
+    return SqliteLedgerStore(workspace_dir)
 
 
 def drop_workspace(settings: StorageSettings, workspace: str) -> int:

@@ -15,7 +15,7 @@ from wikirag.markdown.parse import parse_note
 from wikirag.models import ParsedNote, ReadIssue, Resolution, WikiLink
 from wikirag.vault.ignore import IgnoreRules
 from wikirag.vault.links import LinkIndex, is_note, link_name_key, name_keys
-from wikirag.vault.read import MAX_NOTE_BYTES, inside_folder, nfc, read_note, scan_files
+from wikirag.vault.read import MAX_NOTE_BYTES, ScanResult, inside_folder, nfc, read_note, scan_files
 
 
 class Vault:
@@ -35,6 +35,9 @@ class Vault:
         self._rules = rules or IgnoreRules()
         self._real_root = os.path.realpath(self.root)
         self._abs: dict[str, Path] = {}
+        self.stats: dict[str, tuple[int, int]] = {}  # note -> (size, mtime_ns) as scanned by `load`
+        self.clean: set[str] = set()  # notes read without a problem by `load` (or taken from `trusted`)
+        self.touched: set[str] = set()  # notes parsed, relinked or removed since the last `take_touched()`
         self._index = LinkIndex()
         self._outgoing: dict[str, list[tuple[WikiLink, Resolution]]] = {}
         self._targets: dict[str, set[str]] = {}  # note -> files its links resolve to (itself excluded)
@@ -44,24 +47,41 @@ class Vault:
 
     @classmethod
     def load(cls, root: Path, exclude: Sequence[str] = (), *, max_bytes: int = MAX_NOTE_BYTES,
-             parsed: Mapping[str, tuple[str, ParsedNote]] | None = None) -> Vault:
+             parsed: Mapping[str, tuple[str, ParsedNote]] | None = None,
+             trusted: Mapping[str, tuple[int, int]] | None = None, scan: ScanResult | None = None) -> Vault:
         """Scan, read, parse and resolve a whole vault. Raises VaultNotFound when `root` is no folder.
 
         `parsed` maps a path to (digest, ParsedNote) from an earlier run: a note whose bytes still have
-        that digest is not parsed again (parse_note is pure, so the result would be the same)."""
+        that digest is not parsed again (parse_note is pure, so the result would be the same). A note whose
+        (size, mtime_ns) equals its `trusted` entry is not even read: the `parsed` digest stands (the caller
+        vouches that the stat data is not racy). `scan` is a `scan_vault` result of the same folder and
+        `exclude`, to walk the vault once."""
         root = Path(root)
         if not root.is_dir():
             raise VaultNotFound(f"vault folder not found: {root}")
         rules, issues = IgnoreRules.for_vault(root, exclude)
         vault = cls(root, rules, max_bytes)
-        with _cyclic_gc_paused():
-            scan = scan_files(root, rules)
-            vault.issues = issues + scan.issues
+        trusted = trusted or {}
+        with cyclic_gc_paused():
+            if scan is None:
+                scan = scan_files(root, rules)
+                vault.issues = issues + scan.issues
+            else:
+                vault.issues = list(scan.issues)  # scan_vault already put the ignore-rule issues first
             for note in scan.notes:
+                stat = (note.size, note.mtime_ns)
+                vault.stats[note.path] = stat
+                known = parsed.get(note.path) if parsed else None
+                if known is not None and trusted.get(note.path) == stat:
+                    vault.notes[note.path], vault.digests[note.path] = known[1], known[0]
+                    vault._abs[note.path] = note.abs_path
+                    vault.clean.add(note.path)
+                    continue
                 read = read_note(note.abs_path, note.path, max_bytes)
                 vault.issues.extend(read.issues)
+                if not read.issues:
+                    vault.clean.add(note.path)
                 if read.text is not None:
-                    known = parsed.get(note.path) if parsed else None
                     hit = known is not None and known[0] == read.digest
                     vault.notes[note.path] = known[1] if hit else parse_note(read.text, note.path)
                     vault.digests[note.path] = read.digest
@@ -150,6 +170,12 @@ class Vault:
             self._forget(p)
         self.issues = [i for i in self.issues if i.path != path and not i.path.startswith(path + "/")]
 
+    def take_touched(self) -> set[str]:
+        """The notes whose parse or link resolutions changed (or that went away) since the last call:
+        what an incremental planner must look at again."""
+        touched, self.touched = self.touched, set()
+        return touched
+
     # -- bookkeeping ------------------------------------------------------------------------------------
     def _within_vault(self, abs_path: Path) -> bool:
         return inside_folder(os.path.realpath(abs_path), self._real_root)
@@ -157,6 +183,7 @@ class Vault:
     def _link(self, source: str) -> None:
         """(Re)resolve one note's links and update backlinks and the name index."""
         self._unlink(source)
+        self.touched.add(source)
         resolve = self._index.resolve
         links = self.notes[source].links
         pairs = [(link, resolve(link, source)) for link in links]
@@ -179,6 +206,7 @@ class Vault:
         self._relink(path)
 
     def _forget(self, path: str) -> None:
+        self.touched.add(path)
         if path in self.notes:
             del self.notes[path]
             self.digests.pop(path, None)
@@ -199,7 +227,7 @@ class Vault:
 
 
 @contextmanager
-def _cyclic_gc_paused() -> Iterator[None]:
+def cyclic_gc_paused() -> Iterator[None]:
     """Loading allocates millions of long-lived objects and makes no reference cycles; the cyclic
     collector would rescan the growing heap again and again (a quarter of load time). Pause it."""
     was_enabled = gc.isenabled()

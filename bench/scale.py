@@ -1,0 +1,232 @@
+"""Big-vault figures (issue 16): first index, one-change re-index, a note that resolves many links, watch
+save -> queryable, cost-estimate and stats, cold and warm query, store size.
+
+    python bench/scale.py --generate 13000 [--embedding hash]     # the zettelkasten shape (bench/zettel.py)
+    python bench/scale.py VAULT [--embedding local|hash] [--storage file|postgres] [--rounds 10]
+
+Works on a copy of the vault (never edits yours) and a temporary store. `--embedding local` (default) is
+the offline MiniLM; `hash` an instant hashing embedding, for the pipeline's own figures. `--storage
+postgres` puts the index in a private PostgreSQL (pgvector) started for the run (tests/pgserver_fixture.py).
+Index figures are timed inside this process (imports done); `cost-estimate`, `stats` and the cold query are
+whole `python -m wikirag.cli` / fresh-interpreter runs, start-up included, as a user would see them.
+Watch latency: from writing a note to the end of the batch that flushed it (what another process then
+reads), quiet period included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.zettel import generate, missing_name  # noqa: E402
+from wikirag.index.run import run_index  # noqa: E402
+from wikirag.index.watch import watch_vault  # noqa: E402
+from wikirag.settings import load_config  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _size_mb(folder: Path) -> float:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 1e6
+
+
+def _p(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def _cli(*args: str) -> float:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "wikirag.cli", *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   env=env, check=True)
+    return time.perf_counter() - started
+
+
+_COLD_QUERY = """
+import sys, time
+started = time.perf_counter()
+sys.path.insert(0, {root!r})
+from pathlib import Path
+from wikirag.settings import load_config
+from wikirag.query.retrieve import ask
+kwargs = {{}}
+if {hash!r}:
+    from tests.storekit import HashEmbedding
+    kwargs["embedding_func"] = HashEmbedding().func()
+config = load_config(Path({vault!r}), store=Path({store!r}))
+{call}
+print(time.perf_counter() - started)
+"""
+_QUERY_CALL = ('ask(config, "How do notes on attention and memory connect?", mode="hybrid", context_only=True, '
+               '**kwargs)')
+_INDEX_CALL = "from wikirag.index.run import run_index; run_index(config, **kwargs)"
+
+
+class Run:
+    def __init__(self, vault: Path, store: Path, embedding: str, env: dict[str, str]) -> None:
+        self.vault, self.store, self.embedding = vault, store, embedding
+        self.config = load_config(vault, store=store, environ={**os.environ, **env})
+        self.kwargs: dict = {}
+        self.hash = None
+        if embedding == "hash":
+            from tests.storekit import HashEmbedding
+
+            self.hash = HashEmbedding()  # counts what it embeds (the report counts the default embedder only)
+            self.kwargs["embedding_func"] = self.hash.func()
+
+    def index(self, label: str) -> dict:
+        before = self.hash.texts if self.hash else 0
+        started = time.perf_counter()
+        report = run_index(self.config, **self.kwargs)
+        seconds = time.perf_counter() - started
+        texts = self.hash.texts - before if self.hash else report.embedding_texts
+        extra = f", {texts / seconds:,.0f} texts/s" if texts else ""
+        print(f"{label:<34} {seconds:8.2f} s  ({report.notes_indexed} notes indexed, "
+              f"{texts} texts embedded{extra}; peak RSS {_rss_mb():,.0f} MB)", flush=True)
+
+    def watch(self, rounds: int, quiet: float) -> list[float]:
+        done: list[tuple[float, int]] = []
+        stop, ready = threading.Event(), threading.Event()
+
+        def on_batch(batch) -> None:
+            done.append((time.perf_counter(), batch.notes_changed + batch.notes_new))
+
+        def runner() -> None:
+            asyncio.run(watch_vault(self.config, quiet_seconds=quiet, stop=stop, on_initial=lambda r: ready.set(),
+                                    on_batch=on_batch, poll_seconds=0.05, **self.kwargs))
+
+        thread = threading.Thread(target=runner, daemon=True)
+        thread.start()
+        latencies: list[float] = []
+        try:
+            if not ready.wait(1800):
+                raise TimeoutError("watch did not start")
+            notes = sorted(self.vault.rglob("*.md"))
+            for i in range(rounds):
+                before = len(done)
+                path = notes[(i * 997) % len(notes)]
+                written = time.perf_counter()
+                path.write_text(path.read_text(encoding="utf-8") + f"\nWatch edit {i}.\n", encoding="utf-8")
+                while len(done) == before:
+                    if time.perf_counter() - written > 300:
+                        raise TimeoutError("the save never became queryable")
+                    time.sleep(0.005)
+                latencies.append(done[-1][0] - written)
+                time.sleep(0.2)
+        finally:
+            stop.set()
+            thread.join(120)
+        return latencies
+
+    def fresh_process(self, call: str) -> float:
+        """Wall time of a new interpreter that imports wikirag and makes `call` (what a CLI run costs)."""
+        script = _COLD_QUERY.format(root=str(ROOT), hash=self.embedding == "hash", vault=str(self.vault),
+                                    store=str(self.store), call=call)
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+        return time.perf_counter() - started
+
+    def warm_query(self) -> float:
+        """A query against a store already open (as `wikirag mcp` keeps it), after one to warm up."""
+        from wikirag.index.ledger import Ledger
+        from wikirag.index.run import open_ledger_store
+        from wikirag.lightrag.engine import open_engine
+        from wikirag.query.retrieve import query_store
+
+        async def go() -> float:
+            ledger = Ledger.load(open_ledger_store(self.config))
+            async with open_engine(self.config, **self.kwargs) as rag:
+                await query_store(self.config, "warm up", context_only=True, rag=rag, ledger=ledger)
+                started = time.perf_counter()
+                await query_store(self.config, "How do notes on attention and memory connect?", context_only=True,
+                                  rag=rag, ledger=ledger)
+                return time.perf_counter() - started
+
+        return asyncio.run(go())
+
+
+def run(vault: Path, embedding: str, storage: str, rounds: int, quiet: float) -> None:
+    work = Path(tempfile.mkdtemp(prefix="wikirag-scale-"))
+    server = None
+    env: dict[str, str] = {}
+    try:
+        copy = Path(shutil.copytree(vault, work / "vault", ignore=shutil.ignore_patterns(".wikirag", ".obsidian")))
+        if storage == "postgres":
+            from tests.pgserver_fixture import start_private_server
+
+            server = start_private_server()
+            env = server.env()
+            os.environ.update(env)
+            print(f"private {server.version} ({server.source}) started in {server.start_seconds:.2f} s")
+        notes = sum(1 for _ in copy.rglob("*.md"))
+        files = sum(1 for p in copy.rglob("*") if p.is_file())
+        print(f"vault: {notes} notes, {files - notes} other files; embedding {embedding}; storage {storage}")
+        r = Run(copy, copy / ".wikirag", embedding, env)  # the default place: cost-estimate and stats find it
+        r.index("first index")
+        r.index("no-change re-index")
+        edited = sorted(copy.rglob("*.md"))[len(sorted(copy.rglob("*.md"))) // 2]
+        edited.write_text(edited.read_text(encoding="utf-8") + "\nOne more sentence.\n", encoding="utf-8")
+        r.index("one edited note (in-process)")
+        edited.write_text(edited.read_text(encoding="utf-8") + "\nAnd another.\n", encoding="utf-8")
+        print(f"{'one edited note (fresh process)':<34} {r.fresh_process(_INDEX_CALL):8.2f} s  "
+              "(interpreter start and imports included)", flush=True)
+        waiting = sum(f.read_text(encoding="utf-8").count(f"[[{missing_name(0)}]]") for f in copy.rglob("*.md"))
+        (copy / f"{missing_name(0)}.md").write_text(f"# {missing_name(0)}\n\nIt finally exists.\n", encoding="utf-8")
+        r.index(f"new note resolving {waiting} links")
+        latencies = r.watch(rounds, quiet)
+        print(f"{'watch save -> queryable':<34} p50 {statistics.median(latencies):.2f} s, p95 "
+              f"{_p(latencies, 0.95):.2f} s over {len(latencies)} saves (quiet period {quiet} s included)")
+        if storage == "file":
+            print(f"{'cost-estimate (CLI, cold)':<34} {_cli('cost-estimate', str(copy), '--json'):8.2f} s")
+            print(f"{'stats (CLI, cold)':<34} {_cli('stats', str(copy), '--json'):8.2f} s")
+        print(f"{'query, cold process':<34} {r.fresh_process(_QUERY_CALL):8.2f} s")
+        print(f"{'query, warm':<34} {r.warm_query():8.2f} s")
+        print(f"{'store on disk':<34} {_size_mb(copy / '.wikirag'):8.1f} MB" + (
+            "" if storage == "file" else " (local files only; the rows are in PostgreSQL)"))
+    finally:
+        if server is not None:
+            server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("vault", nargs="?", type=Path)
+    parser.add_argument("--generate", type=int, metavar="N", help="bench a generated N-note zettelkasten")
+    parser.add_argument("--embedding", choices=["local", "hash"], default="local")
+    parser.add_argument("--storage", choices=["file", "postgres"], default="file")
+    parser.add_argument("--rounds", type=int, default=10, help="watch saves to time")
+    parser.add_argument("--quiet-seconds", type=float, default=0.5)
+    args = parser.parse_args()
+    if args.generate:
+        folder = Path(tempfile.mkdtemp(prefix="wikirag-zettel-"))
+        try:
+            print(generate(args.generate, folder / "vault"))
+            run(folder / "vault", args.embedding, args.storage, args.rounds, args.quiet_seconds)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+    elif args.vault:
+        run(args.vault, args.embedding, args.storage, args.rounds, args.quiet_seconds)
+    else:
+        parser.error("give a VAULT or --generate N")
+
+
+if __name__ == "__main__":
+    main()

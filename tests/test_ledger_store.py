@@ -1,0 +1,126 @@
+"""The ledger's SQLite rows: incremental saves, the JSON migration, and indexes kept current."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from wikirag.graph.records import EntityFragment, RelationFragment
+from wikirag.index.ledger import Ledger, NoteEntry, Pending
+from wikirag.storage.ledger_store import FileLedgerStore
+from wikirag.storage.sqlite_store import INDEX_DB_FILENAME, SqliteLedgerStore
+
+
+def _entry(i: int, names: list[str]) -> NoteEntry:
+    me = f"Note {i}"
+    entities = [EntityFragment(me, "note", f"about {i}", [f"c{i}"], f"n{i}.md", 0)]
+    entities += [EntityFragment(n, None, f"{me} links {n}", [f"c{i}"], f"n{i}.md", 1) for n in names]
+    relations = [RelationFragment(me, n, "link", ["link"], [f"c{i}"], f"n{i}.md", 1) for n in names if n != me]
+    return NoteEntry(f"d{i}", f"s{i}", doc_id=f"doc-{i}", entity=me, chunk_ids=[f"c{i}"],
+                     entities=entities, relations=relations)
+
+
+def _rebuilt(ledger: Ledger) -> tuple[dict, dict]:
+    entities: dict = {}
+    relations: dict = {}
+    for entry in ledger.notes.values():
+        for f in entry.entities:
+            entities.setdefault(f.name, []).append(f)
+        for f in entry.relations:
+            relations.setdefault(tuple(sorted((f.src, f.tgt))), []).append(f)
+    return entities, relations
+
+
+def _same(index, rebuilt: dict) -> bool:
+    # fragments are dataclasses of plain values: compare them as sorted reprs
+    return set(index) == set(rebuilt) and all(sorted(map(repr, index[k])) == sorted(map(repr, rebuilt[k]))
+                                              for k in rebuilt)
+
+
+def test_a_save_writes_only_the_notes_that_changed(tmp_path: Path):
+    ws = tmp_path / "ws"
+    ledger = Ledger.load(ws)
+    for i in range(50):
+        ledger.notes[f"n{i}.md"] = _entry(i, [f"Note {(i + 1) % 50}"])
+    ledger.save()
+    written: list[tuple[dict, list]] = []
+    store = SqliteLedgerStore(ws)
+    real = store.save_rows
+    store.save_rows = lambda head, upserts, deletes=(), **kw: written.append((dict(upserts), list(deletes))) or real(
+        head, upserts, deletes, **kw)
+    again = Ledger.load(store)
+    again.notes["n3.md"] = _entry(3, ["Gap"])
+    again.notes.pop("n7.md")
+    again.pending = Pending(entities={"Gap"})
+    again.save()
+    assert [(sorted(u), d) for u, d in written] == [(["n3.md"], ["n7.md"])]
+    third = Ledger.load(ws)
+    assert sorted(third.notes) == sorted(p for p in ledger.notes if p != "n7.md")
+    assert third.notes["n3.md"].relations[0].tgt == "Gap" and third.pending.entities == {"Gap"}
+
+
+def test_a_json_ledger_is_moved_into_sqlite_on_first_open(tmp_path: Path):
+    ws = tmp_path / "ws"
+    ledger = Ledger()
+    for i in range(5):
+        ledger.notes[f"n{i}.md"] = _entry(i, ["Gap"])
+    ledger.pending = Pending(chunk_notes={"n1.md"}, relations={("Gap", "Note 1")})
+    ledger.meta = {"embedding": "local:x:384"}
+    ledger.save(FileLedgerStore(ws))  # what an older wikirag wrote
+    assert (ws / "wikirag_ledger.json").exists()
+    moved = Ledger.load(ws)
+    assert not (ws / "wikirag_ledger.json").exists() and (ws / INDEX_DB_FILENAME).exists()
+    assert moved.notes == ledger.notes and moved.meta == ledger.meta and moved.pending == ledger.pending
+    assert Ledger.load(ws).notes == ledger.notes  # and it stays moved
+
+
+def test_a_failed_save_changes_nothing(tmp_path: Path):
+    ws = tmp_path / "ws"
+    ledger = Ledger.load(ws)
+    ledger.notes["a.md"] = _entry(1, [])
+    ledger.save()
+    del ledger.notes["a.md"]  # deleted first inside the transaction...
+    bad = EntityFragment("x", None, {"not", "json"}, [], "c.md", 0)  # ...then this row fails to encode
+    ledger.notes["c.md"] = NoteEntry("d", "s", entities=[bad])
+    with pytest.raises(TypeError):
+        ledger.save()
+    db = sqlite3.connect(ws / INDEX_DB_FILENAME)
+    assert [r[0] for r in db.execute("SELECT path FROM ledger_notes")] == ["a.md"]
+
+
+def test_the_entity_and_relation_indexes_follow_every_change(tmp_path: Path):
+    rng = random.Random(5)
+    ledger = Ledger.load(tmp_path / "ws")
+    names = [f"Note {i}" for i in range(30)] + ["Gap", "Other gap"]
+    for step in range(400):
+        i = rng.randrange(30)
+        if step % 3 == 2 and f"n{i}.md" in ledger.notes:
+            del ledger.notes[f"n{i}.md"]
+        else:
+            ledger.notes[f"n{i}.md"] = _entry(i, rng.sample(names, rng.randint(0, 4)))
+        if step % 50 == 0:
+            ledger.entity_index()  # built midway, then kept current
+    entities, relations = _rebuilt(ledger)
+    assert _same(ledger.entity_index(), entities) and _same(ledger.relation_index(), relations)
+    assert len(ledger.entity_index()) == len(entities)
+
+
+def test_stats_graph_figures_from_the_ledger_equal_the_stores(tmp_path: Path):
+    from tests.storekit import HashEmbedding, copy_vault
+    from wikirag.index.run import run_index
+    from wikirag.query.export import store_graph_stats
+    from wikirag.query.ledger_stats import ledger_graph_stats
+    from wikirag.settings import load_config
+
+    vault = copy_vault(Path(__file__).resolve().parent.parent / "sample_vault", tmp_path / "vault")
+    config = load_config(vault, store=tmp_path / "store")
+    assert ledger_graph_stats(config) is None
+    run_index(config, embedding_func=HashEmbedding().func())
+    note = next(iter(sorted(vault.rglob("*.md"))))
+    note.write_text(note.read_text(encoding="utf-8") + "\nSee [[A brand new gap]].\n", encoding="utf-8")
+    run_index(config, embedding_func=HashEmbedding().func())
+    from_ledger = ledger_graph_stats(config)
+    assert from_ledger.nodes > 40 and from_ledger == store_graph_stats(config)

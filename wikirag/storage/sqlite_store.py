@@ -1,0 +1,144 @@
+"""wikirag's own state in one SQLite file in the workspace folder (`wikirag_index.sqlite`, WAL): the ledger as
+one row per note, the parse cache as one row per note, and small documents (ledger head, manifest).
+
+Why SQLite (stdlib `sqlite3`): a change of one note writes that note's rows in one transaction instead of
+rewriting a 13 MB JSON document, and a commit is atomic and durable (WAL, synchronous=FULL) the way the old
+temp-file-and-rename was: a reader or a kill -9 sees the old or the new state, never a mix.
+An older workspace's `wikirag_ledger.json` is moved into the database on first open (then deleted).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from wikirag.storage.fs import LEDGER_FILENAME
+
+INDEX_DB_FILENAME = "wikirag_index.sqlite"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS docs (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS ledger_notes (path TEXT PRIMARY KEY, entry TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS parsed_notes (path TEXT PRIMARY KEY, digest TEXT NOT NULL, note TEXT NOT NULL,
+                                         tokens INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS parsed_stats (path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
+                                         written_ns INTEGER NOT NULL);
+"""
+
+
+def connect_index_db(workspace_dir: Path, *, create: bool = True) -> sqlite3.Connection | None:
+    """The workspace's database (WAL, durable commits); None when it does not exist and `create` is False."""
+    path = Path(workspace_dir) / INDEX_DB_FILENAME
+    if not create and not path.exists():
+        return None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")
+    conn.execute("PRAGMA journal_size_limit=16777216")  # a first index's big transactions: shrink the WAL after
+    conn.executescript(_SCHEMA)
+    return conn
+
+
+def get_doc(conn: sqlite3.Connection, name: str) -> Any:
+    row = conn.execute("SELECT value FROM docs WHERE name = ?", (name,)).fetchone()
+    return json.loads(row[0]) if row else None
+
+
+def put_doc(conn: sqlite3.Connection, name: str, value: Any) -> None:
+    conn.execute("INSERT OR REPLACE INTO docs (name, value) VALUES (?, ?)",
+                 (name, json.dumps(value, ensure_ascii=False)))
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+class SqliteLedgerStore:
+    """The ledger as rows in `wikirag_index.sqlite`: a `ledger` document (version, meta, pending) and one
+    `ledger_notes` row per note. `save_rows` writes the head and only the given notes in one transaction;
+    `save` (the whole document) remains for callers that have one."""
+
+    def __init__(self, workspace_dir: Path) -> None:
+        self.workspace_dir = Path(workspace_dir)
+        self.path = self.workspace_dir / INDEX_DB_FILENAME
+        self.location = str(self.path)
+        self._conn: sqlite3.Connection | None = None
+
+    @property
+    def _legacy(self) -> Path:
+        return self.workspace_dir / LEDGER_FILENAME
+
+    def _db(self, create: bool = True) -> sqlite3.Connection | None:
+        if self._conn is None:
+            self._conn = connect_index_db(self.workspace_dir, create=create)
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def exists(self) -> bool:
+        if self._legacy.exists():
+            return True
+        conn = self._db(create=False)
+        return conn is not None and get_doc(conn, "ledger") is not None
+
+    def load(self) -> dict | None:
+        """The whole document (head + `notes`), or None when this workspace has no ledger yet. A JSON
+        ledger left by an older wikirag is moved in first."""
+        self._migrate()
+        conn = self._db(create=False)
+        head = get_doc(conn, "ledger") if conn is not None else None
+        if head is None:
+            return None
+        rows = conn.execute("SELECT path, entry FROM ledger_notes").fetchall()
+        data = dict(head)
+        data["notes"] = {path: json.loads(entry) for path, entry in sorted(rows)}
+        return data
+
+    def _migrate(self) -> None:
+        if not self._legacy.exists():
+            return
+        conn = self._db()
+        if get_doc(conn, "ledger") is None:
+            data = json.loads(self._legacy.read_text(encoding="utf-8"))
+            self.save(data)
+        self._legacy.unlink(missing_ok=True)  # moved (now, or by a run that died before deleting it)
+
+    def save(self, data: Mapping[str, Any]) -> None:
+        """Replace the whole document."""
+        head = {k: v for k, v in data.items() if k != "notes"}
+        self.save_rows(head, data.get("notes", {}), replace_all=True)
+
+    def save_rows(self, head: Mapping[str, Any], upserts: Mapping[str, Any], deletes: Iterable[str] = (),
+                  *, replace_all: bool = False) -> None:
+        """In one transaction: the head document, the `upserts` rows (path -> entry dict), minus `deletes`
+        (or every other row, with `replace_all`)."""
+        conn = self._db()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if replace_all:
+                conn.execute("DELETE FROM ledger_notes")
+            else:
+                conn.executemany("DELETE FROM ledger_notes WHERE path = ?", [(p,) for p in deletes])
+            conn.executemany("INSERT OR REPLACE INTO ledger_notes (path, entry) VALUES (?, ?)",
+                             [(p, _dumps(e)) for p, e in upserts.items()])
+            put_doc(conn, "ledger", dict(head))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def delete(self) -> None:
+        self._legacy.unlink(missing_ok=True)
+        conn = self._db(create=False)
+        if conn is not None:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("DELETE FROM ledger_notes")
+            conn.execute("DELETE FROM docs WHERE name = 'ledger'")
+            conn.execute("COMMIT")
