@@ -213,7 +213,7 @@ def test_parse_llm_spec_errors(spec, message):
 
 
 @pytest.mark.parametrize("field, value, message", [
-    ("concurrency", 0, "concurrency must be at least 1"),
+    ("concurrency", -1, "concurrency must be at least 1"),
     ("timeout_s", 0.0, "timeout_s must be positive"),
     ("max_retries", -1, "max_retries must be 0 or more"),
 ])
@@ -363,7 +363,8 @@ def test_usage_is_the_sum_of_what_the_server_reported(server):
     assert (usage.calls, usage.input_tokens, usage.output_tokens, usage.estimated_calls) == (3, 355, 61, 0)
     assert usage.by_kind["keywords"].input_tokens == 5 and usage.by_kind["other"].calls == 2
     assert srv.requests[2]["body"]["response_format"] == {"type": "json_object"}
-    assert asdict(usage)["by_kind"]["keywords"] == {"calls": 1, "input_tokens": 5, "output_tokens": 1}
+    assert asdict(usage)["by_kind"]["keywords"] == {"calls": 1, "input_tokens": 5, "output_tokens": 1,
+                                                    "cached_input_tokens": 0}
 
 
 def test_missing_usage_falls_back_to_a_marked_estimate(server):

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from wikirag.errors import ConfigError
 from wikirag.storage.settings import StorageSettings
@@ -69,15 +70,35 @@ class EmbeddingSettings:
 RETRY_MAX_WAIT_S = 30.0
 
 
+HOSTED_LLM_CONCURRENCY = 16
+LOCAL_LLM_CONCURRENCY = 4
+LOCAL_LLM_PROVIDERS = ("ollama", "vllm", "llamacpp", "llama.cpp", "lmstudio")
+_LOCAL_HOST = re.compile(r"^(localhost|127\.|::1$|0\.0\.0\.0|10\.|192\.168\.|host\.docker\.internal)")
+
+
 @dataclass
 class LLMSettings:
     # "provider:model", e.g. "openai:gpt-4o-mini", "ollama:qwen2.5:7b", "anthropic:claude-3-5-haiku-latest";
     # empty means no LLM: every note is injected from its links and frontmatter.
     model: str = ""
     base_url: str | None = None
-    concurrency: int = 4
+    # Requests in flight at once; 0: 16 for hosted APIs, 4 for Ollama and local servers.
+    concurrency: int = 0
     timeout_s: float = 120.0
     max_retries: int = 4
+    # `index --batch`: seconds between two looks at the provider's batch (it may take up to 24 hours).
+    batch_poll_s: float = 30.0
+
+    def effective_concurrency(self) -> int:
+        """`concurrency`, or for 0 a number suited to the provider: hosted APIs serve many requests at once
+        (their rate limits pause wikirag's whole pool), while Ollama or a local server on a laptop's GPU
+        gains nothing from a longer queue."""
+        if self.concurrency >= 1:
+            return self.concurrency
+        provider = self.model.partition(":")[0].strip().lower()
+        host = urlsplit(self.base_url).hostname or "" if self.base_url else ""
+        local = provider in LOCAL_LLM_PROVIDERS or bool(host and _LOCAL_HOST.match(host))
+        return LOCAL_LLM_CONCURRENCY if local or not self.model else HOSTED_LLM_CONCURRENCY
 
 
 @dataclass

@@ -96,6 +96,9 @@ def index(
         float | None,
         typer.Option("--budget", metavar="USD", help="Extract only while the estimate fits; the rest wait."),
     ] = None,
+    batch: Annotated[bool, typer.Option(
+        "--batch", help="Send extraction through the provider's batch API (OpenAI, Anthropic): about half "
+        "price, answered within 24 h. Re-run after an interruption to pick up the same batch.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Index a vault into LightRAG: links and frontmatter become the graph, no LLM needed.
@@ -108,6 +111,7 @@ def index(
 
         wikirag index ~/Notes
         wikirag index ~/Notes --dry-run --json
+        wikirag index ~/Notes --llm openai:gpt-4o-mini --batch
     """
     from wikirag.cli.render import render_index_report
     from wikirag.index.run import run_index
@@ -116,7 +120,7 @@ def index(
         config = build_config(vault, store=store, config_file=config_file, exclude=exclude, llm=llm,
                          llm_concurrency=llm_concurrency, route=route)
         if as_json:
-            report = run_index(config, dry_run=dry_run, rebuild=rebuild, budget_usd=budget)
+            report = run_index(config, dry_run=dry_run, rebuild=rebuild, budget_usd=budget, batch=batch)
         else:
             with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                           MofNCompleteColumn(), console=stderr_console(), transient=True) as bar:
@@ -125,7 +129,8 @@ def index(
                 def progress(stage: str, done: int, total: int) -> None:
                     bar.update(task, description=stage, completed=done, total=total)
 
-                report = run_index(config, dry_run=dry_run, rebuild=rebuild, progress=progress, budget_usd=budget)
+                report = run_index(config, dry_run=dry_run, rebuild=rebuild, progress=progress, budget_usd=budget,
+                                   batch=batch)
     except WikiragError as exc:
         fail(str(exc))
     if as_json:

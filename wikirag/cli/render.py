@@ -116,6 +116,8 @@ def render_index_report(report: IndexReport, console: Console) -> None:
         ("embeddings computed", report.embedding_texts),
         ("LLM calls", report.llm_calls),
         ("LLM input / output tokens", f"{report.llm_input_tokens:,} / {report.llm_output_tokens:,}"),
+        ("  input read from the prompt cache", report.llm_cached_input_tokens),
+        *([("  answered by the batch API", report.llm_batch_requests)] if report.llm_batch_requests else []),
         ("seconds", f"{report.seconds:.2f}"),
     ]
     for label, value in rows:

@@ -15,6 +15,7 @@ Every merge and drop is recorded so the index report can show it.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -30,8 +31,10 @@ def fold(text: str) -> str:
     return unicodedata.normalize("NFC", text).casefold().strip()
 
 
+@functools.lru_cache(maxsize=4096)
 def loose(text: str) -> str:
-    """Case- and punctuation-insensitive form for grounding checks."""
+    """Case- and punctuation-insensitive form for grounding checks. Cached: attribution asks it of the same
+    note text once per extracted record, and concurrent extraction makes that CPU the bottleneck."""
     return " " + _PUNCT.sub(" ", fold(text)).strip() + " "
 
 

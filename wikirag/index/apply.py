@@ -6,14 +6,17 @@ to redo. Extract-routed notes then go through LightRAG's extraction with their h
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
 from wikirag.graph.contribution import note_contribution
 from wikirag.graph.merge import merge_entity, merge_relation
 from wikirag.graph.records import NoteContribution
+from wikirag.index.batching import run_batches
 from wikirag.index.extracting import extract_batch, fragment_changes, reclean, stale_packs
 from wikirag.index.ledger import Ledger, NoteEntry, Pending, chunks_digest
+from wikirag.index.live import LiveRun
 from wikirag.index.manifest import drop_manifest
 from wikirag.index.planning import Plan, entity_names_table
 from wikirag.index.report import IndexReport, Progress
@@ -21,12 +24,36 @@ from wikirag.index.units import plan_units
 from wikirag.lightrag.hinting import HintingLLM
 from wikirag.lightrag.tokens import get_encoding, lightrag_tokenizer
 from wikirag.lightrag.writer import StoreWriter
+from wikirag.llm.batch import BatchAPI
 from wikirag.settings import WikiragConfig
 
 
 async def run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: WikiragConfig,
                     report: IndexReport, progress: Progress, hinting: HintingLLM | None,
-                   should_stop: Callable[[], bool] | None = None) -> None:
+                    live: LiveRun | None = None, batch: BatchAPI | None = None,
+                    should_stop: Callable[[], bool] | None = None) -> None:
+    """Apply the plan; with `batch`, every extraction request is first answered through the provider's
+    batch API (index/batching.py) and the extraction below finds the answers in LightRAG's cache."""
+    ticker = asyncio.ensure_future(_tick(live, progress)) if live is not None and live.total else None
+    try:
+        await _run_plan(writer, ledger, plan, config, report, progress, hinting, live, batch, should_stop)
+    finally:
+        if ticker is not None:
+            ticker.cancel()
+
+
+async def _tick(live: LiveRun, progress: Progress) -> None:
+    """Refresh the live line every second while extraction runs (requests in flight, tokens, ETA)."""
+    while True:
+        await asyncio.sleep(1.0)
+        if live.done or live.usage is not None and live.usage.calls:
+            progress(live.line(), live.done, live.total)
+
+
+async def _run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: WikiragConfig,
+                    report: IndexReport, progress: Progress, hinting: HintingLLM | None,
+                    live: LiveRun | None, batch_api: BatchAPI | None,
+                    should_stop: Callable[[], bool] | None) -> None:
     tokenizer = lightrag_tokenizer(config.index.encoding)
     drop_manifest(config.workspace_dir)  # the store is about to change (watch runs come here too)
     # Finish what a crashed run promised before anything new.
@@ -50,6 +77,11 @@ async def run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: Wiki
             ledger.meta["names_digest"] = plan.names_digest
             ledger.save()
             await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report)
+    if batch_api is not None and units_plan is not None:
+        await run_batches(writer.rag, batch_api, plan, ledger, units_plan, config, report, progress, live, tokenizer,
+                          lambda p: contribution_for(plan, p, tokenizer, config))
+        if live is not None:
+            live.begin()  # the live extraction that follows counts from here (cache hits)
     batch_size = max(1, config.index.batch_size)
     todo = plan.to_process
     done = 0
@@ -84,13 +116,22 @@ async def run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: Wiki
         # Phase 2: LLM extraction for extract-routed notes (their units: chunks, sections or packs).
         extract = [p for p in batch if ledger.notes[p].status == "extracting"]
         if extract and hinting and table is not None and units_plan is not None:
+            if live is not None and not live.done:
+                live.begin()
+
+            def extracted(notes: int) -> None:
+                if live is not None:
+                    live.done += notes
+                    progress(live.line(), live.done, live.total)
+
             pending = await extract_batch(writer.rag, hinting, plan, extract, units_plan, contributions, ledger,
                                           table, report, tokenizer, config,
-                                          lambda p: contribution_for(plan, p, tokenizer, config))
+                                          lambda p: contribution_for(plan, p, tokenizer, config), extracted)
             ledger.pending.merge(pending)
             ledger.save()
             await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report)
-        progress("index", min(start + batch_size, len(todo)), len(todo))
+        if live is None or not live.total:
+            progress("index", min(start + batch_size, len(todo)), len(todo))
         done += len(batch)
     if hinting and table is not None and units_plan is not None and not report.interrupted:
         stale = stale_packs(plan, ledger, units_plan)  # e.g. a packed note was deleted

@@ -5,6 +5,7 @@ vault's names changed. Returns the records to re-derive (only those whose fragme
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from wikirag.graph.hygiene import EntityNames, HygieneLog
@@ -43,6 +44,17 @@ def fragment_changes(old_entities: list[EntityFragment], old_relations: list[Rel
                    relations=changed(by_key(old_relations, relation_key), by_key(new_relations, relation_key)))
 
 
+def unit_payload(units: list[Unit], file_path: str) -> dict[str, dict[str, Any]]:
+    """What LightRAG's extraction reads for these units (the live run and --batch's recording pass alike)."""
+    return {u.key: {"content": u.content, "tokens": u.tokens, "chunk_order_index": u.order, "full_doc_id": u.key,
+                    "file_path": file_path, **({"heading": u.heading} if u.heading else {})} for u in units}
+
+
+def hint_digest(plan: Plan, units: list[Unit]) -> str:
+    """What a note's cached extraction answers were asked with: the model and the hints."""
+    return stable_digest([plan.llm_model, [u.hint for u in units]])
+
+
 def member_context(plan: Plan, path: str, packed: bool) -> tuple[str, str]:
     """(text, hint) a note's records are grounded in: in a pack, its own block and its names (another
     member's hint must not ground this note's records); alone, its text and its hint."""
@@ -71,14 +83,16 @@ def _structure(entry: NoteEntry, contribution: NoteContribution | None) -> tuple
 async def extract_batch(rag: Any, hinting: HintingLLM, plan: Plan, paths: list[str], units_plan: UnitPlan,
                         contributions: dict[str, NoteContribution], ledger: Ledger, table: EntityNames,
                         report: IndexReport, tokenizer: Any, config: WikiragConfig,
-                        contribution_for: Any) -> Pending:
-    """Extract the units holding `paths` (a pack brings its other members along: their share is re-attributed
-    from the pack's answer, which LightRAG's cache gives back when the pack did not change)."""
+                        contribution_for: Any, done: Any = None) -> Pending:
+    """Extract the units holding `paths`, all groups concurrently (a pack brings its other members along:
+    their share is re-attributed from the pack's answer, which LightRAG's cache gives back when the pack did
+    not change). `done(n)` is called as each group's notes finish (the progress line)."""
     pending = Pending()
     groups: dict[Any, None] = {}
     for path in paths:
         groups.setdefault(("pack", units_plan.pack_of[path]) if path in units_plan.pack_of else ("note", path))
     todo = set(paths)
+    jobs = []
     for kind, ref in groups:
         if kind == "pack":
             pack = units_plan.packs[ref]
@@ -88,14 +102,49 @@ async def extract_batch(rag: Any, hinting: HintingLLM, plan: Plan, paths: list[s
             contribution = contributions.get(ref) or contribution_for(ref)
             units, members, packed = note_units(plan, ref, contribution, tokenizer, config), [ref], False
         members = [m for m in members if m in ledger.notes and (m in todo or ledger.notes[m].status == "indexed")]
-        pending.merge(await _extract_group(rag, hinting, plan, units, members, packed, contributions, ledger,
-                                           table, report, todo, contribution_for))
+        jobs.append((units, members, packed))
+    # Every group at once: the LLM client's semaphore holds the requests in flight to `[llm] concurrency`.
+    # Each answer reaches LightRAG's cache (and wikirag's journal) as it arrives; the ledger is saved by
+    # the caller after the whole batch, as before, so a crash mid-batch redoes the batch from the cache.
+    def start(job: tuple[list[Unit], list[str], bool]) -> Any:
+        units, members, packed = job
+        return _extract_group(rag, hinting, plan, units, members, packed, contributions, ledger, table, report,
+                              todo, contribution_for, done)
+
+    # The first group alone: a run-stopping error (HintNotApplied: every prompt would lose its hint) surfaces
+    # once, before the whole batch is in flight.
+    results = [await start(jobs[0])] if jobs else []
+    tasks = [asyncio.ensure_future(start(job)) for job in jobs[1:]]
+    if tasks:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+        failed = next((t for t in tasks if t.done() and not t.cancelled() and t.exception()), None)
+        if failed is not None:
+            for task in tasks:
+                task.cancel()
+            await asyncio.wait(tasks)
+            failed.result()
+    for result in results:
+        pending.merge(result)
+    for task in tasks:
+        pending.merge(task.result())
     return pending
 
 
 async def _extract_group(rag: Any, hinting: HintingLLM, plan: Plan, units: list[Unit], members: list[str],
                          packed: bool, contributions: dict[str, NoteContribution], ledger: Ledger,
-                         table: EntityNames, report: IndexReport, todo: set[str], contribution_for: Any) -> Pending:
+                         table: EntityNames, report: IndexReport, todo: set[str], contribution_for: Any,
+                         done: Any = None) -> Pending:
+    try:
+        return await _extract_one(rag, hinting, plan, units, members, packed, contributions, ledger, table,
+                                  report, todo, contribution_for)
+    finally:
+        if done is not None:
+            done(sum(1 for m in members if m in todo))
+
+
+async def _extract_one(rag: Any, hinting: HintingLLM, plan: Plan, units: list[Unit], members: list[str],
+                       packed: bool, contributions: dict[str, NoteContribution], ledger: Ledger,
+                       table: EntityNames, report: IndexReport, todo: set[str], contribution_for: Any) -> Pending:
     if not units or not members:
         for path in members:
             if path in todo:
@@ -103,17 +152,15 @@ async def _extract_group(rag: Any, hinting: HintingLLM, plan: Plan, units: list[
                 entry.status = "indexed"
                 ledger.notes[path] = entry  # set again: saved as a row
         return Pending()
-    digest = stable_digest([plan.llm_model, [u.hint for u in units]])
+    digest = hint_digest(plan, units)
     stale = [k for m in members if ledger.notes[m].hint_digest and ledger.notes[m].hint_digest != digest
              for k in ledger.notes[m].cache_keys]
     # LightRAG keys its cache on the prompt before the hint is inserted: a changed hint must not be
     # answered from the cache of the old one.
     await drop_cached(rag, stale)
-    payload = {u.key: {"content": u.content, "tokens": u.tokens, "chunk_order_index": u.order,
-                       "full_doc_id": u.key, "file_path": members[0],
-                       **({"heading": u.heading} if u.heading else {})} for u in units}
+    payload = unit_payload(units, members[0])
     for u in units:
-        hinting.hints[u.content] = u.hint
+        hinting.hold(u.content, u.hint)
     try:
         results, keys = await extract_inputs(rag, payload)
     except HintNotApplied:
@@ -130,7 +177,7 @@ async def _extract_group(rag: Any, hinting: HintingLLM, plan: Plan, units: list[
         return Pending()
     finally:
         for u in units:
-            hinting.hints.pop(u.content, None)
+            hinting.release(u.content)
     nodes, edges = raw_records(results)
     unit_keys = {u.key for u in units}
     cache_keys = sorted({k for u in units for k in keys.get(u.key, [])})

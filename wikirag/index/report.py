@@ -48,6 +48,8 @@ class IndexReport:
     llm_calls: int = 0
     llm_input_tokens: int = 0
     llm_output_tokens: int = 0
+    llm_cached_input_tokens: int = 0  # of llm_input_tokens: read from the provider's prompt cache
+    llm_batch_requests: int = 0  # --batch: extraction requests answered through the provider's batch API
     recovered_pending: bool = False
     interrupted: bool = False  # stopped between note batches (SIGTERM, Ctrl-C in watch); the rest waits
     entity_merges: list[str] = field(default_factory=list)  # LLM names merged into known entities

@@ -21,10 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from wikirag.errors import StoreMismatch, VaultNotFound
+from wikirag.errors import StoreMismatch, VaultNotFound, WikiragError
 from wikirag.index.apply import run_plan
 from wikirag.index.ledger import Ledger
 from wikirag.index.lexical import search_files_ready, sync_after_run
+from wikirag.index.live import LiveRun
 from wikirag.index.manifest import drop_manifest, load_unchanged, save_manifest
 from wikirag.index.parsecache import load_parse_cache, save_parse_cache
 from wikirag.index.planning import DERIVATION_VERSION, Plan, plan_index, stable_digest
@@ -90,6 +91,7 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
                       progress: Progress | None = None, vault: Vault | None = None, rag: Any = None,
                       hinting: HintingLLM | None = None, llm_func: Callable[..., Any] | None = None,
                       budget_usd: float | None = None, locked: bool = False, state: RunState | None = None,
+                      batch: bool = False,
                       should_stop: Callable[[], bool] | None = None,
                       **engine_kwargs: Any) -> IndexReport:
     """Bring the store in step with the vault.
@@ -97,12 +99,14 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
     `watch` passes its in-memory `vault` (kept current file by file), an open `rag` with its `hinting`
     LLM wrapper, `locked=True` (it holds the writer lock for its whole session) and its `state` (kept
     between batches); `wikirag index` passes none of them. `llm_func` replaces the configured provider
-    (tests pass a fake LLM).
+    (tests pass a fake LLM). `batch`: extraction requests go through the provider's batch API first
+    (index/batching.py).
     """
     started = time.perf_counter()
     if not config.vault.is_dir():
         raise VaultNotFound(f"{config.vault}: no such vault folder")
     report = IndexReport(str(config.vault), str(config.store), config.workspace, dry_run=dry_run)
+    watching = progress is not None  # someone shows progress: price the run for the live line
     progress = progress or (lambda stage, done, total: None)
 
     if dry_run:
@@ -112,9 +116,13 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
         return report
 
     _check_settings(config, llm_func or hinting)
+    if batch:
+        from wikirag.llm.batch import check_batch
+
+        check_batch(config.llm)
     try:
         return await _index(config, report, started, progress, rebuild, vault, rag, hinting, llm_func,
-                            budget_usd, locked, state, should_stop, engine_kwargs)
+                            budget_usd, locked, state, should_stop, engine_kwargs, batch, watching)
     except BaseException:
         if state is not None:  # the in-memory ledger may hold a half-applied batch: reload it next time
             state.ledger = state.plan = None
@@ -124,7 +132,8 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
 async def _index(config: WikiragConfig, report: IndexReport, started: float, progress: Progress, rebuild: bool,
                  vault: Vault | None, rag: Any, hinting: HintingLLM | None, llm_func: Callable[..., Any] | None,
                  budget_usd: float | None, locked: bool, state: RunState | None,
-                 should_stop: Callable[[], bool] | None, engine_kwargs: dict[str, Any]) -> IndexReport:
+                 should_stop: Callable[[], bool] | None, engine_kwargs: dict[str, Any], batch: bool,
+                 watching: bool) -> IndexReport:
     async with contextlib.AsyncExitStack() as stack:
         if not locked:
             stack.enter_context(StoreLock(config))
@@ -167,7 +176,8 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
             report.seconds = round(time.perf_counter() - started, 3)
             return report
 
-        ledger.meta = {**_store_meta(config), **{k: v for k, v in ledger.meta.items() if k == "names_digest"}}
+        kept = {k: v for k, v in ledger.meta.items() if k in ("names_digest", "batch")}  # batch: a submitted one
+        ledger.meta = {**_store_meta(config), **kept}
         counter = engine_kwargs.pop("embedding_counter", None) or EmbeddingCounter()
         calls_before, texts_before = counter.calls, counter.texts
         if rag is None:
@@ -175,10 +185,17 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
             rag = await stack.enter_async_context(open_engine(
                 config, embedding_counter=counter, llm_func=hinting, **engine_kwargs))
         usage_before = _usage(hinting)
-        await run_plan(StoreWriter(rag), ledger, plan, config, report, progress, hinting, should_stop=should_stop)
+        live = live_run(plan, config, hinting, estimate=watching, batch=batch)
+        api = None
+        if batch and hinting is not None:
+            from wikirag.llm.batch import batch_api
+
+            api = batch_api(hinting.llm_func)
+        await run_plan(StoreWriter(rag), ledger, plan, config, report, progress, hinting, live=live, batch=api,
+                       should_stop=should_stop)
         usage_after = _usage(hinting)
-        report.llm_calls, report.llm_input_tokens, report.llm_output_tokens = (
-            a - b for a, b in zip(usage_after, usage_before, strict=True))
+        (report.llm_calls, report.llm_input_tokens, report.llm_output_tokens,
+         report.llm_cached_input_tokens) = (a - b for a, b in zip(usage_after, usage_before, strict=True))
         report.embedding_calls = counter.calls - calls_before
         report.embedding_texts = counter.texts - texts_before
         fill_totals(report, ledger)
@@ -256,19 +273,48 @@ def hinting_llm(config: WikiragConfig, llm_func: Callable[..., Any] | None = Non
         from wikirag.llm.usage import LLMUsage
 
         usage = LLMUsage()
-        hinting = HintingLLM(make_llm_func(config.llm, usage))
+        client = make_llm_func(config.llm, usage)
+        client.cache_first_turn = config.index.gleaning > 0  # the gleaning call re-reads the first turn
+        hinting = HintingLLM(client)
         hinting.usage = usage
         return hinting
     return HintingLLM(llm_func) if llm_func is not None else None
 
 
-def _usage(hinting: HintingLLM | None) -> tuple[int, int, int]:
+def _usage(hinting: HintingLLM | None) -> tuple[int, int, int, int]:
     if hinting is None:
-        return 0, 0, 0
+        return 0, 0, 0, 0
     usage = hinting.usage
     if usage is None:  # a caller-supplied function without usage accounting: count calls only
-        return hinting.calls, 0, 0
-    return usage.calls, usage.input_tokens, usage.output_tokens
+        return hinting.calls, 0, 0, 0
+    return usage.calls, usage.input_tokens, usage.output_tokens, usage.cached_input_tokens
+
+
+def live_run(plan: Plan, config: WikiragConfig, hinting: HintingLLM | None, *, estimate: bool,
+             batch: bool = False) -> LiveRun | None:
+    """The live progress line's inputs: the run's extract-routed notes, the LLM's usage and price, and (when
+    someone watches) the cost model's estimate for them (with prompt caching, or at batch price)."""
+    if hinting is None:
+        return None
+    candidates = [p for p in plan.to_process if plan.extracting(p)]
+    live = LiveRun(total=len(candidates), usage=hinting.usage, client=hinting.llm_func, batched=batch)
+    if not plan.llm_model or hinting.usage is None:
+        return live
+    from wikirag.plan.cost import estimate_vault
+    from wikirag.plan.cost_settings import CostSettings
+
+    try:
+        settings = CostSettings.from_config(config)
+        live.price = settings.price()
+        if estimate and candidates:
+            subset = _Subset(plan.vault, candidates)
+            hints = {p: count_tokens(plan.hints[p], config.index.encoding) for p in candidates}
+            scenario = estimate_vault(subset, {p: plan.decisions[p] for p in candidates}, settings, hints=hints,
+                                      vanilla=False).scenarios["wikirag"]
+            live.estimate_usd = scenario.usd_batch if batch else scenario.usd_cached
+    except WikiragError:  # a model without a price: the line shows tokens only
+        live.price = None
+    return live
 
 
 def _check_settings(config: WikiragConfig, llm_func: Callable[..., Any] | None) -> None:

@@ -52,7 +52,7 @@ def lightrag_llm_kwargs(settings: LLMSettings) -> dict[str, Any]:
     """
     attempts = settings.max_retries + 1
     budget = settings.timeout_s * attempts + RETRY_MAX_WAIT_S * settings.max_retries
-    return {"llm_model_max_async": settings.concurrency, "default_llm_timeout": int(budget / 2) + 1}
+    return {"llm_model_max_async": settings.effective_concurrency(), "default_llm_timeout": int(budget / 2) + 1}
 
 
 async def _no_llm(prompt: str, *args: Any, **kwargs: Any) -> str:

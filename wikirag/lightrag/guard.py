@@ -42,7 +42,8 @@ def import_lightrag() -> ModuleType:
     _skip_lightrags_dotenv()
     import lightrag
 
-    # LightRAG and its vector DB log every storage step at INFO; wikirag reports its own summary.
-    for name in ("lightrag", "nano-vectordb"):
+    # LightRAG and its vector DB log every storage step at INFO; wikirag reports its own summary. The SDKs'
+    # HTTP client (httpx2, which LightRAG's own httpx setting misses) logs every request at INFO.
+    for name in ("lightrag", "nano-vectordb", "httpx2"):
         logging.getLogger(name).setLevel(logging.WARNING)
     return lightrag

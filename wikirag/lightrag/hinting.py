@@ -37,6 +37,7 @@ class HintingLLM:
     def __init__(self, llm_func: Callable[..., Any]) -> None:
         self.llm_func = llm_func
         self.hints: dict[str, str] = {}
+        self._holders: dict[str, int] = {}  # extractions running concurrently may share a text
         self.calls = 0
         self.hinted = 0  # extraction and gleaning prompts that went out with their hint
         self.usage: Any = None  # llm.LLMUsage when the function is a configured provider
@@ -45,6 +46,20 @@ class HintingLLM:
         # LightRAG deep-copies its dataclass fields into a config dict; the wrapper is shared state (the
         # hints the pipeline sets, the wrapped client's connections), so every copy must be this object.
         return self
+
+    def hold(self, text: str, hint: str) -> None:
+        """Show `hint` with `text` until as many `release(text)` calls (concurrent extractions of identical
+        text must not take each other's hint away)."""
+        self.hints[text] = hint
+        self._holders[text] = self._holders.get(text, 0) + 1
+
+    def release(self, text: str) -> None:
+        left = self._holders.get(text, 0) - 1
+        if left > 0:
+            self._holders[text] = left
+        else:
+            self._holders.pop(text, None)
+            self.hints.pop(text, None)
 
     async def __call__(self, prompt: str, system_prompt: str | None = None,
                        history_messages: list[dict[str, Any]] | None = None, **kwargs: Any) -> Any:

@@ -16,8 +16,41 @@ if TYPE_CHECKING:
 _ANTHROPIC_MAX_TOKENS = 8192  # the SDK requires max_tokens; LightRAG's binding uses the same default
 
 
+_CACHE = {"type": "ephemeral"}
+_CACHED_KINDS = ("extract", "glean")
+
+
+def cache_marked(params: dict[str, Any], kind: str, first_turn: bool) -> dict[str, Any]:
+    """Prompt-cache breakpoints for LightRAG's extraction: the system prompt (static across every chunk: the
+    hint and the text go in the user turn) ends a cached prefix; in a gleaning call, so does the replayed
+    first user turn, which the first call marked when `first_turn` (gleaning on) so the gleaning call reads
+    system prompt and chunk from the cache. Other calls (summaries, answers) are sent unmarked: a cache
+    write costs 1.25x and they are not repeated."""
+    if kind not in _CACHED_KINDS:
+        return params
+    out = dict(params)
+    if out.get("system"):
+        out["system"] = [{"type": "text", "text": out["system"], "cache_control": _CACHE}]
+    messages = [dict(m) for m in out["messages"]]
+    users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+    marked = users[:1] if kind == "glean" and len(users) > 1 else users[-1:] if first_turn else []
+    for i in marked:
+        messages[i]["content"] = [{"type": "text", "text": str(messages[i]["content"]), "cache_control": _CACHE}]
+    out["messages"] = messages
+    return out
+
+
+def usage_counts(usage: Any) -> dict[str, int]:
+    """Anthropic reports fresh, cache-written and cache-read input apart; wikirag's input is their sum."""
+    read = int(getattr(usage, "cache_read_input_tokens", 0) or 0)
+    written = int(getattr(usage, "cache_creation_input_tokens", 0) or 0)
+    return {"prompt_tokens": int(usage.input_tokens or 0) + read + written,
+            "completion_tokens": int(usage.output_tokens or 0), "cached_tokens": read}
+
+
 async def send_anthropic(client: LLMClient, prompt: str, system_prompt: str | None,
-                         history: list[dict[str, Any]], stream: bool, tracker: Any, kwargs: dict[str, Any]) -> Any:
+                         history: list[dict[str, Any]], stream: bool, tracker: Any, kwargs: dict[str, Any],
+                         kind: str = "other") -> Any:
     """One attempt on the Messages API with the SDK itself (no retries of its own)."""
     from anthropic import AsyncAnthropic
 
@@ -35,6 +68,7 @@ async def send_anthropic(client: LLMClient, prompt: str, system_prompt: str | No
     for key in ("temperature", "top_p", "top_k", "stop_sequences"):
         if kwargs.get(key) is not None:
             params[key] = kwargs[key]
+    params = cache_marked(params, kind, client.cache_first_turn)
     # Anthropic has no JSON mode; LightRAG's keyword parser tolerates prose around the JSON.
     if not stream:
         try:
@@ -43,7 +77,9 @@ async def send_anthropic(client: LLMClient, prompt: str, system_prompt: str | No
             await sdk.close()
         usage = getattr(response, "usage", None)
         if usage is not None:
-            tracker.add_usage({"prompt_tokens": usage.input_tokens, "completion_tokens": usage.output_tokens})
+            counts = usage_counts(usage)
+            tracker.add_usage(counts)
+            tracker.add_cached(counts["cached_tokens"])
         return "".join(block.text for block in response.content if getattr(block, "type", "") == "text")
     try:
         events = await sdk.messages.create(**params, stream=True)
@@ -54,20 +90,23 @@ async def send_anthropic(client: LLMClient, prompt: str, system_prompt: str | No
 
 
 async def _anthropic_stream(sdk: Any, events: Any, tracker: Any) -> AsyncIterator[str]:
-    input_tokens = output_tokens = 0
+    input_tokens = output_tokens = cached = 0
     seen = False
     try:
         async for event in events:
             kind = getattr(event, "type", "")
             if kind == "message_start":
-                usage = event.message.usage
-                input_tokens, output_tokens, seen = usage.input_tokens, usage.output_tokens, True
+                counts = usage_counts(event.message.usage)
+                input_tokens, output_tokens, cached = counts["prompt_tokens"], counts["completion_tokens"], \
+                    counts["cached_tokens"]
+                seen = True
             elif kind == "message_delta" and getattr(event, "usage", None) is not None:
                 output_tokens, seen = event.usage.output_tokens, True
             elif kind == "content_block_delta" and getattr(event.delta, "text", None):
                 yield event.delta.text
         if seen:
             tracker.add_usage({"prompt_tokens": input_tokens, "completion_tokens": output_tokens})
+            tracker.add_cached(cached)
     finally:
         await events.close()
         await sdk.close()

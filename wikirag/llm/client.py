@@ -4,6 +4,10 @@
 Each call goes through one retry loop (tenacity, exponential backoff with jitter, `Retry-After` when the
 server sends one) on 429 / 5xx / 408 / 409 / timeouts / connection errors, never on auth or validation
 errors; through an `asyncio.Semaphore(concurrency)` per event loop; and with `timeout_s` per attempt.
+A rate limit (429, 529 overloaded, 503) pauses the whole pool, not just the refused request: every request
+waits at the gate until the server's `Retry-After` (or our backoff) has passed, so 16 requests in flight
+do not keep hammering a server that asked for quiet. `concurrency = 0` (the default) means 16 for hosted
+APIs and 4 for Ollama and other local servers (spec.effective_concurrency).
 
 Checked against lightrag-hku 1.5.7:
 - `openai_complete_if_cache` and `_ollama_model_if_cache` carry their own tenacity decorators (3
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 import weakref
 from collections.abc import AsyncIterator
 from typing import Any
@@ -48,9 +53,20 @@ from wikirag.llm.retry import (
     retry_after,
     status_code_of,
 )
-from wikirag.llm.spec import KEY_ENV, PLACEHOLDER_KEY, key_required, provider_host, provider_target
+from wikirag.llm.spec import (
+    KEY_ENV,
+    PLACEHOLDER_KEY,
+    effective_concurrency,
+    key_required,
+    provider_host,
+    provider_target,
+)
 from wikirag.llm.usage import LLMUsage, UsageTracker
 from wikirag.settings import LLMSettings
+
+# Refusals that mean "the server is busy": they pause the whole pool (429 rate limit, 529 Anthropic
+# overloaded, 503 unavailable).
+_POOL_STATUS = frozenset({429, 503, 529})
 
 
 def _call_kind(prompt: str, kwargs: dict[str, Any]) -> str:
@@ -82,6 +98,13 @@ class LLMClient:
         self._api_key()  # a missing key is a configuration error now, not at the first call
         self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
             weakref.WeakKeyDictionary())
+        self.concurrency = effective_concurrency(settings)
+        self.in_flight = 0  # requests on the wire now (the progress line shows it)
+        self._pause_until = 0.0  # time.monotonic() before which no request starts (a rate limit hit the pool)
+        self._strikes = 0  # rate limits in a row without a success: the pool's own backoff grows with them
+        # Anthropic: also mark the first extraction turn for the prompt cache, so the gleaning call (which
+        # replays it) reads it; worth the cache-write premium only when gleaning is on.
+        self.cache_first_turn = False
         install_log_redaction()
 
     def __repr__(self) -> str:  # never the key
@@ -104,7 +127,7 @@ class LLMClient:
         loop = asyncio.get_running_loop()
         semaphore = self._semaphores.get(loop)
         if semaphore is None:
-            semaphore = self._semaphores[loop] = asyncio.Semaphore(self.settings.concurrency)
+            semaphore = self._semaphores[loop] = asyncio.Semaphore(self.concurrency)
         return semaphore
 
     def _wait_s(self, attempt: int, exc: BaseException) -> float:
@@ -115,6 +138,21 @@ class LLMClient:
             return min(max(after, 0.0), self.backoff.max_s)
         base = min(self.backoff.initial_s * 2 ** (attempt - 1), self.backoff.max_s)
         return base + random.uniform(0, self.backoff.initial_s)
+
+    def _retry_wait(self, attempt: int, exc: BaseException) -> float:
+        """tenacity's wait: a rate limit pauses the whole pool (the request then waits at the gate like
+        every other); other errors back off this request alone."""
+        if status_code_of(exc) not in _POOL_STATUS:
+            return self._wait_s(attempt, exc)
+        self._strikes += 1
+        wait = self._wait_s(max(attempt, self._strikes), exc)
+        self._pause_until = max(self._pause_until, time.monotonic() + wait)
+        return 0.0
+
+    async def _gate(self) -> None:
+        """Wait while the pool is paused by a rate limit."""
+        while (delay := self._pause_until - time.monotonic()) > 0:
+            await asyncio.sleep(delay)
 
     async def __call__(self, prompt: str, system_prompt: str | None = None,
                        history_messages: list[dict[str, Any]] | None = None,
@@ -140,7 +178,7 @@ class LLMClient:
 
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.settings.max_retries + 1),
-            wait=lambda state: self._wait_s(state.attempt_number, state.outcome.exception()),
+            wait=lambda state: self._retry_wait(state.attempt_number, state.outcome.exception()),
             retry=retry_if_exception(is_retryable),
             before_sleep=lambda state: self.usage.add_retry(),
             reraise=True,
@@ -168,13 +206,18 @@ class LLMClient:
         # The semaphore covers the request; for a stream, until the response starts (the caller owns
         # the iterator and might never finish it).
         async with self._semaphore():
+            await self._gate()
+            self.in_flight += 1
             try:
-                send = self._send(prompt, system_prompt, history, stream, tracker, kwargs)
+                send = self._send(kind, prompt, system_prompt, history, stream, tracker, kwargs)
                 result = await asyncio.wait_for(send, timeout=self.settings.timeout_s)
             except BaseException:
                 if tracker.reported:  # billed even though unusable (the OpenAI binding counts first)
                     self._record(kind, tracker, outer_tracker)
                 raise
+            finally:
+                self.in_flight -= 1
+            self._strikes = 0
         if stream and not isinstance(result, str):
             return self._counted_stream(result, kind, tracker, outer_tracker, sent_text)
         if tracker.reported:
@@ -184,7 +227,8 @@ class LLMClient:
         return result
 
     def _record(self, kind: str, tracker: UsageTracker, outer_tracker: Any, *, estimated: bool = False) -> None:
-        self.usage.add_tokens(kind, tracker.input_tokens, tracker.output_tokens, estimated=estimated)
+        self.usage.add_tokens(kind, tracker.input_tokens, tracker.output_tokens, estimated=estimated,
+                              cached_input_tokens=min(tracker.cached_input_tokens, tracker.input_tokens))
         if outer_tracker is not None:  # a caller's own TokenTracker sees the same figures
             outer_tracker.add_usage({"prompt_tokens": tracker.input_tokens,
                                      "completion_tokens": tracker.output_tokens,
@@ -217,9 +261,11 @@ class LLMClient:
         else:
             binding(self.target.provider)
 
-    async def _send(self, prompt: str, system_prompt: str | None, history: list[dict[str, Any]],
+    async def _send(self, kind: str, prompt: str, system_prompt: str | None, history: list[dict[str, Any]],
                     stream: bool, tracker: UsageTracker, kwargs: dict[str, Any]) -> str | AsyncIterator[str]:
-        send = {"openai": send_openai, "ollama": send_ollama, "anthropic": send_anthropic}[self.target.provider]
+        if self.target.provider == "anthropic":
+            return await send_anthropic(self, prompt, system_prompt, history, stream, tracker, kwargs, kind=kind)
+        send = {"openai": send_openai, "ollama": send_ollama}[self.target.provider]
         return await send(self, prompt, system_prompt, history, stream, tracker, kwargs)
 
 

@@ -63,13 +63,19 @@ def provider_target(settings: LLMSettings) -> _Target:
         provider, base_url = "openai", base_url or OPENAI_COMPATIBLE[named]
     if provider == "ollama" and base_url:
         base_url = re.sub(r"/v1/?$", "", base_url.rstrip("/"))  # the native API lives at the root
-    if settings.concurrency < 1:
-        raise ConfigError(f"[llm] concurrency must be at least 1, got {settings.concurrency}")
+    if settings.concurrency < 0:
+        raise ConfigError(f"[llm] concurrency must be at least 1 (or 0 for the provider's default), "
+                          f"got {settings.concurrency}")
     if settings.timeout_s <= 0:
         raise ConfigError(f"[llm] timeout_s must be positive, got {settings.timeout_s}")
     if settings.max_retries < 0:
         raise ConfigError(f"[llm] max_retries must be 0 or more, got {settings.max_retries}")
     return _Target(provider=provider, model=model, base_url=base_url, named=named)
+
+
+def effective_concurrency(settings: LLMSettings) -> int:
+    """`[llm] concurrency`, or with 0 (the default) 16 for hosted APIs, 4 for Ollama and local servers."""
+    return settings.effective_concurrency()
 
 
 def provider_host(base_url: str | None) -> str | None:
@@ -92,7 +98,8 @@ def key_required(target: _Target) -> bool:
 def describe_llm(settings: LLMSettings) -> dict[str, Any]:
     """Plain data for `doctor` and `--json`: provider, model, base URL host, the key variable that
     applies and whether it is set (never its value). Raises ConfigError for a malformed spec."""
-    limits = {"concurrency": settings.concurrency, "timeout_s": settings.timeout_s,
+    limits = {"concurrency": effective_concurrency(settings) if settings.model else settings.concurrency,
+              "timeout_s": settings.timeout_s,
               "max_retries": settings.max_retries}
     if not settings.model:
         return {"configured": False, "provider": None, "wire": None, "model": None, "base_url_host": None,

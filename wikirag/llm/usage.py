@@ -13,6 +13,7 @@ class KindUsage:
     calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_input_tokens: int = 0
 
 
 @dataclass
@@ -21,13 +22,16 @@ class LLMUsage:
 
     `calls` counts LightRAG's calls (each once, however many attempts); `retries` the extra attempts;
     `failures` the calls that raised in the end. Tokens include failed and retried attempts when the
-    provider billed them. `estimated_calls` were counted with tiktoken because the provider reported no
+    provider billed them. `cached_input_tokens` is the part of `input_tokens` the provider reported as read
+    from its prompt cache (OpenAI `prompt_tokens_details.cached_tokens`, Anthropic `cache_read_input_tokens`).
+    `estimated_calls` were counted with tiktoken because the provider reported no
     usage. `by_kind`: extract, glean, summary, keywords, answer, other.
     """
 
     calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_input_tokens: int = 0
     retries: int = 0
     failures: int = 0
     estimated_calls: int = 0
@@ -48,13 +52,16 @@ class LLMUsage:
             self.calls += 1
             self._kind(kind).calls += 1
 
-    def add_tokens(self, kind: str, input_tokens: int, output_tokens: int, *, estimated: bool = False) -> None:
+    def add_tokens(self, kind: str, input_tokens: int, output_tokens: int, *, estimated: bool = False,
+                   cached_input_tokens: int = 0) -> None:
         with self._lock:
             self.input_tokens += input_tokens
             self.output_tokens += output_tokens
+            self.cached_input_tokens += cached_input_tokens
             per_kind = self._kind(kind)
             per_kind.input_tokens += input_tokens
             per_kind.output_tokens += output_tokens
+            per_kind.cached_input_tokens += cached_input_tokens
             if estimated:
                 self.estimated_calls += 1
 
@@ -74,6 +81,11 @@ class UsageTracker:
         self.reported = False
         self.input_tokens = 0
         self.output_tokens = 0
+        self.cached_input_tokens = 0
+
+    def add_cached(self, tokens: int) -> None:
+        """Prompt-cache reads the provider reported (LightRAG's OpenAI binding drops them from its report)."""
+        self.cached_input_tokens += max(int(tokens or 0), 0)
 
     def add_usage(self, counts: dict[str, Any]) -> None:
         input_tokens = int(counts.get("prompt_tokens") or 0)

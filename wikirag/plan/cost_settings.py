@@ -107,6 +107,8 @@ class CostSettings:
         else:
             base = (table or PriceTable.load(self.prices_file)).get(self.model)
         changes: dict[str, Any] = {}
+        if base.provider and base.provider not in CACHING_PROVIDERS and base.cached_input is not None:
+            changes["cached_input"] = None  # the provider could cache, but wikirag does not set it up there
         if self.price_in is not None:
             changes["input"] = self.price_in
         if self.price_out is not None:
@@ -116,6 +118,12 @@ class CostSettings:
         if changes:
             changes["source"] = "command line"
         return replace(base, **changes)
+
+
+# Providers whose prompt caching wikirag's requests really get: OpenAI caches a repeated prefix by itself
+# (wikirag keeps LightRAG's system prompt first and identical, the hint in the user turn); for Anthropic,
+# llm/anthropic.py marks the extraction system prompt with cache_control. Elsewhere `usd_cached` = `usd`.
+CACHING_PROVIDERS = ("openai", "anthropic")
 
 
 def render_extraction_prompts(settings: CostSettings) -> dict[str, str]:
