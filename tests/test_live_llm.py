@@ -233,6 +233,6 @@ def test_real_timeouts_are_retried_then_reported(live):
     llm = make_llm_func(settings(live, timeout_s=0.3, max_retries=1), usage,
                         backoff=Backoff(initial_s=0.05, max_s=0.1))
     with pytest.raises(LLMCallError, match="no answer within 0.3 s") as info:
-        asyncio.run(llm("Write a long story about a dragon.", max_tokens=24, temperature=0))
+        asyncio.run(llm("Write a long story about a dragon.", max_tokens=512, temperature=0))
     assert info.value.retryable and info.value.attempts == 2
     assert (usage.retries, usage.failures) == (1, 1)
