@@ -7,10 +7,11 @@ with `..`, absolute paths and `~`; headings, code, comments, callouts; frontmatt
 without BOM, YAML bombs (billion laughs anchors), broken and non-mapping YAML, 100k-character lines (alone and
 with a YAML bomb), unreadable files and folders, broken symlinks, symlink loops (file and folder), a symlink out
 of the vault, a named pipe, a name that is not UTF-8, two names equal after NFC, folders named like notes, and
-`.obsidian/app.json` variants. Files are deleted or replaced between the run's first look and its scan, and
-between the scan and the read (hooks around `scan_vault` and the reader). Runs per vault: index, edits
-(rewrite, delete, add, rename, good <-> bad), index, an unchanged index (answered from the manifest: every file
-gets its own old mtime), the human `index` and `stats` renderings, and a fresh index into another store.
+`.obsidian/app.json` variants. Files are deleted or replaced between the run's one scan and its reads, by hooks
+after `scan_vault` (every file of the `early` kinds) and in the reader (the file about to be read); never one
+of two NFC twins. Runs per vault: index, edits (rewrite, delete, add, rename, good <-> bad), index, an unchanged
+index (answered from the manifest: every file gets its own old mtime), the human `index` and `stats` renderings,
+and a fresh index into another store.
 After the runs it asserts:
 
 - no traceback: exit code 0, no exception, "Traceback" nowhere in the output;
@@ -39,6 +40,7 @@ import stat
 import tempfile
 import time
 import unicodedata
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -346,7 +348,7 @@ def denial_hooks(w: World, mp: pytest.MonkeyPatch) -> Iterator[None]:
 @contextlib.contextmanager
 def mid_scan(w: World, mp: pytest.MonkeyPatch, touched: set[str], hooked_paths: set[str]) -> Iterator[None]:
     """Delete (`vanish`) or replace (`replace`) a note after the scan listed it, before it is read; the `early`
-    kinds act between the run's first look (the "nothing changed?" scan) and the scan that reads the vault."""
+    kinds act right after the run's one scan (it answers "nothing changed?" and lists what is read)."""
     real = vault_model.read_note
     real_scan = index_run.scan_vault
 
@@ -361,18 +363,20 @@ def mid_scan(w: World, mp: pytest.MonkeyPatch, touched: set[str], hooked_paths: 
 
     def first_look(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
         scan = real_scan(*args, **kwargs)
-        for rel, e in w.spec.items():
-            if e.kind in ("vanishearly", "replaceearly"):
-                swap(os.path.abspath(w.vault / rel), e.then)
+        for rel, e in early_swaps(w.spec).items():
+            swap(os.path.abspath(w.vault / rel), e.then)
         return scan
 
     mp.setattr(index_run, "scan_vault", first_look)
-    pending = {unicodedata.normalize("NFC", rel): e for rel, e in w.spec.items() if e.kind in ("vanish", "replace")}
+    # By the name on disk: of two NFC twins only the one the scan listed is read, and only it may be touched.
+    spared = twins(w.spec)
+    pending = {os.path.abspath(w.vault / rel): (rel, e) for rel, e in w.spec.items()
+               if e.kind == "replace" or e.kind == "vanish" and rel not in spared}
 
     def hooked(abs_path, rel, *args, **kwargs):  # noqa: ANN001, ANN202
-        e = pending.pop(rel, None)
+        disk_rel, e = pending.pop(os.path.abspath(abs_path), (None, None))
         if e is not None:
-            hooked_paths.add(rel)
+            hooked_paths.add(disk_rel)
             swap(os.path.abspath(abs_path), e.then)
         return real(abs_path, rel, *args, **kwargs)
 
@@ -380,12 +384,28 @@ def mid_scan(w: World, mp: pytest.MonkeyPatch, touched: set[str], hooked_paths: 
     yield
 
 
+def twins(spec: dict[str, Entry]) -> set[str]:
+    """Files that share their NFC name with another. The hooks never delete one: the scan lists one of the two,
+    and deleting that one after the scan would let the other appear on the next run, as a file created mid-run
+    does; the "unchanged run changes nothing" check cannot allow that. They stay, as ordinary notes."""
+    names = Counter(unicodedata.normalize("NFC", rel) for rel in spec)
+    return {rel for rel in spec if names[unicodedata.normalize("NFC", rel)] > 1}
+
+
+def early_swaps(spec: dict[str, Entry]) -> dict[str, Entry]:
+    """The `early` files the hook right after the scan deletes or replaces."""
+    spared = twins(spec)
+    return {rel: e for rel, e in spec.items()
+            if e.kind == "replaceearly" or e.kind == "vanishearly" and rel not in spared}
+
+
 def settle(spec: dict[str, Entry], hooked: set[str]) -> dict[str, Entry]:
     """The vault after a run's mid-scan hooks: vanished files gone, replaced ones what they became. A file the
     run never read (an NFC name clash) was not touched: it stays, as an ordinary note."""
     out = {}
+    early = early_swaps(spec)
     for rel, e in spec.items():
-        if e.kind in ("vanish", "replace") and unicodedata.normalize("NFC", rel) not in hooked:
+        if e.kind in ("vanish", "replace") and rel not in hooked or e.kind == "vanishearly" and rel not in early:
             out[rel] = Entry("note", e.text)
         elif e.kind not in ("vanish", "vanishearly"):
             out[rel] = e.then if e.kind in ("replace", "replaceearly") else e
@@ -394,9 +414,11 @@ def settle(spec: dict[str, Entry], hooked: set[str]) -> dict[str, Entry]:
 
 def expected_issues(spec: dict[str, Entry]) -> dict[str, list[str]]:
     """Issue path -> the words of each line owed to it, as the scan meets the files (per folder, in name order).
-    Two files whose names are equal after NFC share a path: the first one's own line, and the clash line."""
+    Two files whose names are equal after NFC share a path: the first one's own line, and the clash line.
+    An `early` file is listed by the scan as it was, then read as the hook after the scan left it."""
     out: dict[str, list[str]] = {}
     seen: set[str] = set()
+    spared = twins(spec)
     # A folder named like a note holds one: what the scan compares is that note's path.
     files = {(f"{r}/inner.md" if e.kind == "mddir" else r): (Entry("note") if e.kind == "mddir" else e)
              for r, e in spec.items()}
@@ -405,7 +427,7 @@ def expected_issues(spec: dict[str, Entry]) -> dict[str, list[str]]:
         if e.kind == "badname":
             out.setdefault("bad\ufffd\ufffdname.md", []).append(EXPECT["badname"])
             continue
-        if e.kind in ("dirloop", "vanishearly"):  # vanishearly: gone before the scan that reads
+        if e.kind == "dirloop":
             continue
         if e.kind == "appjson":
             says = [v for k, v in APP_JSON_SAYS.items() if k in e.text]
@@ -429,6 +451,8 @@ def expected_issues(spec: dict[str, Entry]) -> dict[str, list[str]]:
             continue
         seen.add(shown)
         kind = e.then.kind if e.kind in ("replace", "replaceearly") else e.kind
+        if kind in ("vanish", "vanishearly"):  # a twin is spared: read as the note it is
+            kind = "note" if rel in spared else "vanish"
         if kind in EXPECT and (shown.lower().endswith(".md") or kind == "lockeddir"):  # attachments are not read
             out.setdefault(shown, []).append(EXPECT[kind])
     return out

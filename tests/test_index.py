@@ -394,3 +394,40 @@ def test_a_note_with_a_read_problem_and_a_frontmatter_error_is_one_issue_line(tm
     lines = [line for line in report.issues if line.startswith("Both.md: ")]
     assert len(lines) == 1 and len(report.issues) == 1, report.issues
     assert "characters" in lines[0] and "invalid YAML" in lines[0]
+
+
+def test_a_note_deleted_after_the_scan_hides_its_nfc_twin_for_one_run_only(tmp_path, monkeypatch):
+    """The run scans once (the manifest check and the reads share the scan), so a note deleted between the scan
+    and its read is reported as vanished, and its NFC twin as skipped in its favour. The next run must not take
+    that run's scan for the vault (manifest, parse cache): it indexes the twin and reports nothing."""
+    import os
+    import time
+    import unicodedata
+
+    from wikirag.index import run as pipeline
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    decomposed = vault / unicodedata.normalize("NFD", "café.md")  # the scan lists it first ("e" < "é")
+    decomposed.write_text("decomposed\n")
+    (vault / "café.md").write_text("composed [[Other]]\n")
+    (vault / "Other.md").write_text("other\n")
+    old = time.time_ns() - 10_000_000_000  # older than the racy window: stat data may be trusted
+    for path in vault.iterdir():
+        os.utime(path, ns=(old, old))
+    real_scan = pipeline.scan_vault
+
+    def scan_then_delete(*args, **kwargs):
+        scan = real_scan(*args, **kwargs)
+        decomposed.unlink()
+        return scan
+
+    monkeypatch.setattr(pipeline, "scan_vault", scan_then_delete)
+    _, first = index(vault, tmp_path / "store")
+    assert sorted(line.split(": ", 1)[1][:8] for line in first.issues) == ["spelled ", "vanished"], first.issues
+    monkeypatch.undo()
+    config, second = index(vault, tmp_path / "store")
+    assert second.issues == [] and second.notes_total == 2
+    fresh, _ = index(vault, tmp_path / "fresh")
+    assert snapshot(config) == snapshot(fresh)
+    assert index(vault, tmp_path / "store")[1].issues == []
