@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
-import tempfile
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
@@ -27,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from wikirag.storage.fs import atomic_write_bytes
 
 LEXICAL_FILENAME = "wikirag_lexical.npz"
 NAMES_FILENAME = "wikirag_names.json"
@@ -164,7 +164,7 @@ def save_index(index: LexicalIndex, workspace_dir: Path) -> None:
              chunk_ids=_join(index.chunk_ids), chunk_paths=_join(index.chunk_paths), headings=_join(index.headings),
              vocab=_join(index.vocab), token_ids=index.token_ids, offsets=index.offsets, data=index.data,
              indices=index.indices, indptr=index.indptr)
-    _atomic_write_bytes(workspace_dir / LEXICAL_FILENAME, buffer.getvalue())
+    atomic_write_bytes(workspace_dir / LEXICAL_FILENAME, buffer.getvalue())
 
 
 def load_index(workspace_dir: Path) -> LexicalIndex | None:
@@ -183,19 +183,6 @@ def load_index(workspace_dir: Path) -> LexicalIndex | None:
                                 npz["offsets"], npz["data"], npz["indices"], npz["indptr"])
     except (OSError, ValueError, KeyError):
         return None
-
-
-def _atomic_write_bytes(path: Path, payload: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(payload)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 # --- keeping both files in step with the store ------------------------------------------------------

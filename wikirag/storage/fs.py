@@ -51,10 +51,15 @@ def wipe_store_files(workspace_dir: Path) -> list[Path]:
 
 def atomic_write_text(path: Path, text: str) -> None:
     """Write a file so that readers and crashes only ever see the old or the new whole content."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: Path, payload: bytes) -> None:
+    """Write a file so that readers and crashes only ever see the old or the new whole content."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
+        with os.fdopen(fd, "wb") as out:
+            out.write(payload)
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)
