@@ -58,3 +58,17 @@ def test_a_stray_dotenv_changes_nothing(tmp_path, path):
     assert done.returncode == 0, done.stderr[-2000:]
     leaked = json.loads(done.stdout.strip().splitlines()[-1])
     assert leaked == {"OPENAI_API_KEY": None, "LLM_BINDING": None, "ENTITY_TYPES": None}
+
+
+def test_lightrag_stays_quiet_after_the_guard():
+    """LightRAG's utils module sets its logger to INFO when imported: the guard imports it first, then quiets
+    it, so no later LightRAG import brings its INFO lines back into wikirag's output."""
+    script = ("import logging\n"
+              "from wikirag.lightrag.guard import import_lightrag\n"
+              "import_lightrag()\n"
+              "import lightrag.utils, lightrag.lightrag, lightrag.operate\n"
+              "print(logging.getLogger('lightrag').getEffectiveLevel())\n")
+    done = subprocess.run([sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert int(done.stdout.strip().splitlines()[-1]) >= 30  # WARNING

@@ -41,6 +41,7 @@ def import_lightrag() -> ModuleType:
     """Import LightRAG without letting it read a stray `.env`."""
     _skip_lightrags_dotenv()
     import lightrag
+    import lightrag.base  # noqa: F401  (imports lightrag.utils, which sets its logger to INFO on import)
 
     # LightRAG and its vector DB log every storage step at INFO; wikirag reports its own summary. The SDKs'
     # HTTP client (httpx2, which LightRAG's own httpx setting misses) logs every request at INFO.
