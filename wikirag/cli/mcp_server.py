@@ -15,7 +15,7 @@ import contextlib
 import logging
 import sys
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import asdict
 from typing import Annotated, Any, Literal
 
@@ -182,9 +182,11 @@ def build_server(config: WikiragConfig, *, watch: bool = False, llm_func: Any = 
     def engine_of(ctx: Context) -> WarmEngine:
         return ctx.request_context.lifespan_context
 
-    async def guarded(call: Any) -> Any:
+    @contextlib.contextmanager
+    def tool_errors() -> Iterator[None]:
+        """wikirag's one-line errors reach the model as tool errors, not as a crash of the server."""
         try:
-            return await call
+            yield
         except WikiragError as exc:
             raise ToolError(str(exc)) from None
 
@@ -198,7 +200,8 @@ def build_server(config: WikiragConfig, *, watch: bool = False, llm_func: Any = 
         = "naive",
     ) -> SearchOut:
         """Find notes: ranked notes with their best passages (BM25 + names + LightRAG, fused). No LLM call."""
-        result = await guarded(engine_of(ctx).search(query, limit=limit, mode=mode))
+        with tool_errors():
+            result = await engine_of(ctx).search(query, limit=limit, mode=mode)
         return SearchOut.model_validate(asdict(result))
 
     @server.tool(annotations=READ_ONLY)
@@ -212,7 +215,8 @@ def build_server(config: WikiragConfig, *, watch: bool = False, llm_func: Any = 
     ) -> QueryOut:
         """LightRAG retrieval: entities, relations and passages with their notes; an answer when an LLM is set."""
         engine = engine_of(ctx)
-        result = await guarded(engine.query(question, mode=mode, llm_func=llm_func, fusion=fusion))
+        with tool_errors():
+            result = await engine.query(question, mode=mode, llm_func=llm_func, fusion=fusion)
         pairs, entities = _origins(engine) if result.relations or result.entities else ({}, {})
         facts = [Fact(kind="entity", name=str(e.get("entity_name", "")), description=str(e.get("description", "")),
                       notes=_split(e.get("file_path")), origin=entities.get(str(e.get("entity_name")), "unknown"))
@@ -234,10 +238,8 @@ def build_server(config: WikiragConfig, *, watch: bool = False, llm_func: Any = 
         ctx: Context,
     ) -> NoteOut:
         """Read one note: its Markdown text and properties (names resolve as Obsidian resolves links)."""
-        try:
+        with tool_errors():
             return NoteOut.model_validate(asdict(engine_of(ctx).get_note(path_or_title)))
-        except WikiragError as exc:
-            raise ToolError(str(exc)) from None
 
     @server.tool(annotations=READ_ONLY)
     async def neighbors(
@@ -247,10 +249,8 @@ def build_server(config: WikiragConfig, *, watch: bool = False, llm_func: Any = 
         = 1,
     ) -> NeighboursOut:
         """A note's links, backlinks and graph neighbours, each with its relation sentence and origin."""
-        try:
+        with tool_errors():
             return NeighboursOut.model_validate(asdict(engine_of(ctx).neighbors(note, depth)))
-        except WikiragError as exc:
-            raise ToolError(str(exc)) from None
 
     @server.tool(annotations=READ_ONLY)
     async def status(ctx: Context) -> StatusOut:
