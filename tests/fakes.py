@@ -128,10 +128,7 @@ class FakeLLM:
         if kind == "glean":
             return self.completion if self.glean == "empty" else self._last_extraction
         if kind == "summary":
-            m = re.search(r"^(Entity|Relation) Name: (.*)$", prompt, re.M)
-            fragments = len(re.findall(r'^\{"Description"', prompt, re.M))
-            name = m.group(2) if m else "it"
-            return f"{name} is summarised from {fragments} descriptions."
+            return self.summary(prompt)
         if kind == "keywords":
             m = re.search(r"^User Query: (.*)$", prompt, re.M)
             query = m.group(1) if m else ""
@@ -141,6 +138,15 @@ class FakeLLM:
         if kind == "answer":
             return "A fake answer from the context.\n\n### References\n\n- [1] fake"
         return "ok"
+
+    def summary(self, prompt: str) -> str:
+        """LightRAG's summary prompt answered with the name, the number of descriptions and a digest of them:
+        a different fragment list gives a different summary, the same list the same one."""
+        m = re.search(r"^(Entity|Relation) Name: (.*)$", prompt, re.M)
+        listed = re.findall(r'^\{"Description".*$', prompt, re.M)
+        name = m.group(2) if m else "it"
+        digest = hashlib.md5("\n".join(listed).encode()).hexdigest()[:6]
+        return f"{name} is summarised from {len(listed)} descriptions (digest {digest})."
 
     # -- extraction ------------------------------------------------------------------------------------
     def input_text(self, prompt: str) -> str:

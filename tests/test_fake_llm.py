@@ -90,7 +90,11 @@ def test_summary_and_keyword_answers():
     summary = PROMPTS["summarize_entity_descriptions"].format(
         description_type="Entity", description_name="Alan Turing",
         description_list='{"Description": "a"}\n{"Description": "b"}', summary_length=600, language="English")
-    assert run(fake(summary)) == "Alan Turing is summarised from 2 descriptions."
+    answer = run(fake(summary))
+    assert answer.startswith("Alan Turing is summarised from 2 descriptions (digest ")
+    assert run(fake(summary)) == answer  # deterministic
+    other = summary.replace('{"Description": "b"}', '{"Description": "c"}')
+    assert run(fake(other)) != answer  # another fragment list, another summary
     keywords = PROMPTS["keywords_extraction"].format(examples="", query="What did Alan Turing build?",
                                                      language="English")
     data = json.loads(run(fake(keywords)))

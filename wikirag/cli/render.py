@@ -267,6 +267,11 @@ def render_cost_estimate(estimate: CostEstimate, console: Console, top: int = 10
         scenarios.add_row(label, f"{s.llm_calls:,}", f"{s.input_tokens:,}", f"{s.output_tokens:,}", _usd(s.usd),
                           _usd(s.usd_cached))
     console.print(scenarios)
+    summaries = estimate.summaries
+    if summaries.summary_calls:
+        console.print(f"wikirag includes {summaries.summary_calls:,} description-summary calls "
+                      f"({summaries.input_tokens:,} input tokens, {_usd(summaries.usd)}): entities and relations "
+                      "whose descriptions reach LightRAG's summary triggers, once each per run")
     vanilla, routed = estimate.scenarios["vanilla"], estimate.scenarios["wikirag"]
     if vanilla.usd > 0:
         console.print(Text(f"wikirag saves {1 - routed.usd / vanilla.usd:.0%} of vanilla's cost "

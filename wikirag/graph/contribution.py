@@ -104,7 +104,26 @@ def _chunks_for_line(chunks: list[ChunkRecord], body_line: int) -> list[str]:
     return [chunks[0].id] if chunks else []  # frontmatter links belong to the note's first chunk
 
 
-def _link_description(src: str, tgt: str, link: WikiLink) -> str:
+def link_targets(note: ParsedNote, outgoing: Iterable[tuple[WikiLink, Resolution]], names: dict[str, str],
+                 unresolved_names: dict[str, str]) -> Iterable[tuple[WikiLink, str, str | None]]:
+    """(link, target entity name, target type) for each of a note's links that makes a relation: the type is
+    None for a note, `unresolved` or `attachment` otherwise. Self links and links to its own name are left out."""
+    me = names[note.path]
+    for link, resolution in outgoing:
+        if resolution.status == "self" or (resolution.path == note.path):
+            continue
+        if resolution.path and resolution.is_attachment:
+            target, target_type = attachment_name(resolution.path), ATTACHMENT_TYPE
+        elif resolution.path:
+            target, target_type = names[resolution.path], None
+        else:
+            target = unresolved_names.get(unresolved_name(link).casefold(), "")
+            target_type = UNRESOLVED_TYPE
+        if target and target != me:
+            yield link, target, target_type
+
+
+def link_description(src: str, tgt: str, link: WikiLink) -> str:
     context = plain_text(link.context) if link.context else ""
     label = plain_text(link.raw)
     if context and context != label and len(context.split()) > len(label.split()) + 1:
@@ -154,26 +173,14 @@ def note_contribution(
 
     by_target: dict[str, RelationFragment] = {}
     target_types: dict[str, str | None] = {}
-    for link, resolution in outgoing:
-        if resolution.status == "self" or (resolution.path == note.path):
-            continue
-        if resolution.path and resolution.is_attachment:
-            target, target_type = attachment_name(resolution.path), ATTACHMENT_TYPE
-        elif resolution.path:
-            target, target_type = names[resolution.path], None
-        else:
-            key = unresolved_name(link).casefold()
-            target = unresolved_names.get(key, "")
-            target_type = UNRESOLVED_TYPE
-        if not target or target == me:
-            continue
+    for link, target, target_type in link_targets(note, outgoing, names, unresolved_names):
         body_line = link.line - note.body_line_offset
         chunk_ids = _chunks_for_line(chunks, body_line)  # frontmatter lines (<= 0) fall to the first chunk
         keywords = [xml_safe(k) for k in (*link.section, *(["embed"] if link.embed else []),
                                           *([link.heading.replace("#", " > ")] if link.heading else []),
                                           *note.tags)]
         fragment = by_target.get(target)
-        description = xml_safe(_link_description(me, target, link))
+        description = xml_safe(link_description(me, target, link))
         if fragment is None:
             by_target[target] = RelationFragment(me, target, description, keywords, chunk_ids, note.path, 1)
             target_types[target] = target_type

@@ -60,17 +60,46 @@ def bounded(descriptions: list[str], budget: int = DESCRIPTION_BUDGET_TOKENS) ->
     return kept
 
 
-def merge_entity(name: str, fragments: list[EntityFragment]) -> dict[str, Any]:
-    """The graph node for `name` from every fragment that mentions it, independent of input order."""
+def summary_due(fragments: int, tokens: int, force: int, max_tokens: int) -> bool:
+    """LightRAG's rule (`_handle_entity_relation_summary`): a description list goes to the LLM when it has
+    `force_llm_summary_on_merge` fragments or `summary_max_tokens` tokens; one fragment never does."""
+    return fragments >= 2 and (fragments >= force or tokens >= max_tokens)
+
+
+def _unresolved_lead(name: str, descriptions: list[str]) -> list[str]:
+    if not descriptions:
+        return descriptions
+    return [f"{name} has no note in the vault yet; it is mentioned in: " + descriptions[0], *descriptions[1:]]
+
+
+def _entity_parts(fragments: list[EntityFragment]) -> tuple[list[EntityFragment], str, list[str]]:
     ordered = sorted(fragments, key=lambda f: (f.rank, f.file_path))
     # Type priority: the note's own frontmatter/folder type, then an LLM's reading of the text, then
     # what a link alone can say (unresolved, attachment).
     typed = sorted((f for f in ordered if f.type), key=lambda f: (_TYPE_PRIORITY.get(f.rank, 3), f.file_path))
     entity_type = typed[0].type if typed else "unknown"
-    descriptions = bounded(_unique(f.description for f in ordered))
-    if entity_type == UNRESOLVED_TYPE and descriptions:
-        descriptions = [f"{name} has no note in the vault yet; it is mentioned in: " + descriptions[0],
-                        *descriptions[1:]]
+    return ordered, entity_type, _unique(f.description for f in ordered)
+
+
+def entity_descriptions(name: str, fragments: list[EntityFragment]) -> list[str]:
+    """Every distinct description of `name`, in merge order: what an LLM summary reads (the ledger keeps
+    them all; `merge_entity` joins a bounded selection)."""
+    _ordered, entity_type, descriptions = _entity_parts(fragments)
+    return _unresolved_lead(name, descriptions) if entity_type == UNRESOLVED_TYPE else descriptions
+
+
+def relation_descriptions(fragments: list[RelationFragment]) -> list[str]:
+    """Every distinct description of a relation, in merge order (see `entity_descriptions`)."""
+    ordered = sorted(fragments, key=lambda f: (f.file_path, f.src))
+    return _unique(d for f in ordered for d in f.description.split("\n"))
+
+
+def merge_entity(name: str, fragments: list[EntityFragment]) -> dict[str, Any]:
+    """The graph node for `name` from every fragment that mentions it, independent of input order."""
+    ordered, entity_type, descriptions = _entity_parts(fragments)
+    descriptions = bounded(descriptions)
+    if entity_type == UNRESOLVED_TYPE:
+        descriptions = _unresolved_lead(name, descriptions)
     return {
         "entity_id": name,
         "entity_type": entity_type,
@@ -91,7 +120,7 @@ def merge_relation(key: tuple[str, str], fragments: list[RelationFragment]) -> d
     return {
         "src_id": key[0],
         "tgt_id": key[1],
-        "description": "\n".join(bounded(_unique(d for f in ordered for d in f.description.split("\n")))),
+        "description": "\n".join(bounded(relation_descriptions(fragments))),
         "keywords": ", ".join(_unique(k for f in ordered for k in f.keywords)) or "link",
         "source_id": SEP.join(chunk_ids),
         # LightRAG requires weight >= distinct source chunks; each link occurrence counts once.

@@ -20,6 +20,7 @@ from wikirag.index.live import LiveRun
 from wikirag.index.manifest import drop_manifest
 from wikirag.index.planning import Plan, entity_names_table
 from wikirag.index.report import IndexReport, Progress
+from wikirag.index.summaries import Summaries, finish_summaries, mode_changes, note_derived
 from wikirag.index.units import plan_units
 from wikirag.lightrag.hinting import HintingLLM
 from wikirag.lightrag.tokens import get_encoding, lightrag_tokenizer
@@ -56,14 +57,21 @@ async def _run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: Wik
                     should_stop: Callable[[], bool] | None) -> None:
     tokenizer = lightrag_tokenizer(config.index.encoding)
     drop_manifest(config.workspace_dir)  # the store is about to change (watch runs come here too)
+    # With an LLM, hub descriptions get LightRAG's summary at the end of the run (index/summaries.py).
+    summaries = Summaries.for_run(writer.rag, tokenizer, plan.llm_model if hinting else "")
     # Finish what a crashed run promised before anything new.
     if not ledger.pending.empty():
-        await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report)
+        await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report, summaries=summaries)
+    switched = mode_changes(ledger, summaries)  # an LLM configured or removed since the last run
+    if switched is not None:
+        ledger.pending.merge(switched)
+        ledger.save()
+        await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report, summaries=summaries)
     for path in plan.deleted:
         ledger.pending.merge(pending_for(ledger.notes.pop(path), None))
     if plan.deleted:
         ledger.save()
-        await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report)
+        await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report, summaries=summaries)
     table = entity_names_table(plan.vault, plan.names, config.index.default_note_type) if hinting else None
     units_plan = None
     if hinting and table is not None:
@@ -76,7 +84,7 @@ async def _run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: Wik
             ledger.pending.merge(reclean(plan, ledger, table, plan.unchanged))
             ledger.meta["names_digest"] = plan.names_digest
             ledger.save()
-            await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report)
+            await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report, summaries=summaries)
     if batch_api is not None and units_plan is not None:
         await run_batches(writer.rag, batch_api, plan, ledger, units_plan, config, report, progress, live, tokenizer,
                           lambda p: contribution_for(plan, p, tokenizer, config))
@@ -112,7 +120,8 @@ async def _run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: Wik
             ledger.notes[path] = entry
         ledger.pending.merge(pending)
         ledger.save()  # write-ahead: the promise comes first
-        await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report, contributions)
+        await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report, contributions,
+                            summaries=summaries)
         # Phase 2: LLM extraction for extract-routed notes (their units: chunks, sections or packs).
         extract = [p for p in batch if ledger.notes[p].status == "extracting"]
         if extract and hinting and table is not None and units_plan is not None:
@@ -129,7 +138,7 @@ async def _run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: Wik
                                           lambda p: contribution_for(plan, p, tokenizer, config), extracted)
             ledger.pending.merge(pending)
             ledger.save()
-            await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report)
+            await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report, summaries=summaries)
         if live is None or not live.total:
             progress("index", min(start + batch_size, len(todo)), len(todo))
         done += len(batch)
@@ -140,7 +149,9 @@ async def _run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: Wik
                                           tokenizer, config, lambda p: contribution_for(plan, p, tokenizer, config))
             ledger.pending.merge(pending)
             ledger.save()
-            await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report)
+            await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report, summaries=summaries)
+    if not report.interrupted:
+        await finish_summaries(writer, ledger, summaries, report, progress)
     report.notes_indexed = done
     report.notes_injected = sum(1 for p in todo if plan.decisions[p].route == "inject")
 
@@ -174,9 +185,10 @@ def pending_for(old: NoteEntry | None, new: NoteContribution | None) -> Pending:
 
 async def apply_pending(writer: StoreWriter, ledger: Ledger, pending: Pending, plan: Plan, tokenizer: Any,
                  config: WikiragConfig, report: IndexReport,
-                 computed: dict[str, NoteContribution] | None = None) -> None:
+                 computed: dict[str, NoteContribution] | None = None, *, summaries: Summaries | None = None) -> None:
     """Make the store match the ledger for everything `pending` names, flush, then clear it.
-    `computed` holds contributions this run already derived (recovery re-derives the rest)."""
+    `computed` holds contributions this run already derived (recovery re-derives the rest). Records that
+    now need an LLM summary join the to-do list the run's last step works through."""
     for path in sorted(pending.chunk_notes):
         if path not in plan.vault.notes or path not in ledger.notes:
             continue
@@ -202,6 +214,7 @@ async def apply_pending(writer: StoreWriter, ledger: Ledger, pending: Pending, p
     report.entities_deleted += len(gone_entities)
     report.relations_written += len(live_relations)
     report.relations_deleted += len(gone_relations)
+    note_derived(ledger, summaries, entities, relations)
     ledger.pending = Pending()
     ledger.save()
 

@@ -49,6 +49,7 @@ class IndexReport:
     llm_input_tokens: int = 0
     llm_output_tokens: int = 0
     llm_cached_input_tokens: int = 0  # of llm_input_tokens: read from the provider's prompt cache
+    descriptions_summarised: int = 0  # entity/relation descriptions written as LightRAG's LLM summary
     llm_batch_requests: int = 0  # --batch: extraction requests answered through the provider's batch API
     recovered_pending: bool = False
     interrupted: bool = False  # stopped between note batches (SIGTERM, Ctrl-C in watch); the rest waits

@@ -30,6 +30,7 @@ from wikirag.index.manifest import drop_manifest, load_unchanged, save_manifest
 from wikirag.index.parsecache import load_parse_cache, save_parse_cache
 from wikirag.index.planning import DERIVATION_VERSION, Plan, plan_index, stable_digest
 from wikirag.index.report import IndexReport, Progress, fill_plan_counts, fill_totals
+from wikirag.index.summaries import MODE_KEY, TODO_KEY, summary_work
 from wikirag.lightrag.embeddings import EmbeddingCounter
 from wikirag.lightrag.engine import embedding_spec, open_engine
 from wikirag.lightrag.hinting import HintingLLM
@@ -170,13 +171,14 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
             _apply_budget(plan, config, budget_usd, report)
         report.recovered_pending = not ledger.pending.empty()
         if (not plan.to_process and not plan.deleted and ledger.pending.empty()
-                and search_files_ready(config.workspace_dir)):
+                and search_files_ready(config.workspace_dir) and not summary_work(ledger, plan.llm_model)):
             fill_totals(report, ledger)
             _remember_clean_run(config, scan, plan, report)
             report.seconds = round(time.perf_counter() - started, 3)
             return report
 
-        kept = {k: v for k, v in ledger.meta.items() if k in ("names_digest", "batch")}  # batch: a submitted one
+        # batch: a submitted one; summaries: the mode and to-do list of description summaries
+        kept = {k: v for k, v in ledger.meta.items() if k in ("names_digest", "batch", MODE_KEY, TODO_KEY)}
         ledger.meta = {**_store_meta(config), **kept}
         counter = engine_kwargs.pop("embedding_counter", None) or EmbeddingCounter()
         calls_before, texts_before = counter.calls, counter.texts
@@ -203,7 +205,7 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
             await sync_after_run(rag, ledger, config.workspace_dir, set(plan.to_process) | set(plan.deleted),
                                  {"finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                   "notes_indexed": len(plan.to_process), "notes_deleted": len(plan.deleted)})
-        if ledger.pending.empty():
+        if ledger.pending.empty() and not summary_work(ledger, plan.llm_model):
             _remember_clean_run(config, scan, plan, report)
     report.seconds = round(time.perf_counter() - started, 3)
     return report

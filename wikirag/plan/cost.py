@@ -42,6 +42,7 @@ from wikirag.plan.prices import PriceTable
 from wikirag.plan.results import Alternative, CostEstimate, FolderCost, NoteCost, ScenarioCost
 from wikirag.plan.routing import Outgoing, RouteDecision, note_features
 from wikirag.plan.scenarios import Scenario, price_cost
+from wikirag.plan.summaries import SummaryModel
 from wikirag.vault.read import read_note_files
 
 SCENARIOS = ("vanilla", "wikirag", "structure_only")
@@ -97,9 +98,10 @@ def estimate_vault(
     enc = planner.enc
     paths = sorted(vault.notes)
     raw = dict(texts) if texts is not None else (read_note_files(vault, paths) if vanilla else {})
+    summary_model = SummaryModel(vault, s, sizes, enc)
     runs = {
         "vanilla": Scenario(s, sizes, s.vanilla_gleaning, price, enc, lightrag_merges=True),
-        "wikirag": Scenario(s, sizes, s.gleaning, price, enc, lightrag_merges=False),
+        "wikirag": Scenario(s, sizes, s.gleaning, price, enc, lightrag_merges=False, summaries=summary_model),
     }
     titles = {p: n.title.strip() or n.name for p, n in vault.notes.items()}
     packable: dict[str, PackItem] = {}  # extract-routed notes (or sections) small enough to share a call
@@ -112,6 +114,8 @@ def estimate_vault(
         if decision is None:
             raise ValueError(f"{path}: no routing decision")
         routes[decision.route] = routes.get(decision.route, 0) + 1
+        if decision.route != "skip":
+            summary_model.note(path)
         body = lightrag_content(note.body)
         body_tokens = decision.features.body_tokens  # routing counted the stripped body
         if (body_tokens == 0 and body) or "&" in body:  # not counted, or HTML entities were unescaped
@@ -169,6 +173,8 @@ def estimate_vault(
     structure = totals["structure_only"]
     for cost in pack_costs:
         totals["wikirag"].add(cost)
+    summaries = summary_model.cost()
+    totals["wikirag"].add(summaries)  # once per record at the end of a run, not per note
     for row in rows:
         if row.vanilla.notes:
             totals["vanilla"].add(row.vanilla)
@@ -185,7 +191,7 @@ def estimate_vault(
         elif row.route == "extract":  # injected instead: its chunks (about its body) and link records
             structure.embedding_tokens += row.tokens + round(_inject_records(decisions[row.path])
                                                              * s.embed_record_tokens)
-    for total in totals.values():
+    for total in (*totals.values(), summaries):
         price_cost(total, price)
     assumptions = {k: getattr(s, k) for k in (
         "output_ratio", "record_tokens", "gleaning_output_ratio", "description_tokens", "embed_record_tokens",
@@ -207,6 +213,7 @@ def estimate_vault(
         folders=sorted(folders.values(), key=lambda f: f.folder),
         prompt_sizes=sizes,
         assumptions=assumptions,
+        summaries=summaries,
     )
 
 

@@ -54,47 +54,59 @@ class MergeModel:
             if name_tokens is None:
                 name = f"({key[0]}, {key[1]})" if is_relation else key
                 name_tokens = self.name_tokens[key] = len(self.enc.encode_ordinary(name))
-            for group_n, group_tokens in groups:
-                sent = min(group_tokens, context)
-                calls.append((round(self.sizes.summary_fixed + name_tokens + sent
-                                    + group_n * self.sizes.summary_fragment),
-                              round(min(s.summary_length_recommended, group_tokens))))
+            calls += [summary_call(group_n, group_tokens, name_tokens, self.sizes, s) for group_n, group_tokens
+                      in groups]
             stored[key] = (n, tokens)
         return calls
 
     def _summarize(self, n: int, tokens: float) -> tuple[list[tuple[int, float]], int, float]:
         """LightRAG's summary loop on `n` equal fragments: (calls as (fragments, tokens), stored after)."""
-        s = self.s
-        current = [tokens / n] * n
-        calls: list[tuple[int, float]] = []
-        while True:
-            total = sum(current)
-            if total <= s.summary_context_size or len(current) <= 2:
-                if len(current) < s.force_llm_summary_on_merge and total < s.summary_max_tokens:
-                    return calls, len(current), total
-                calls.append((len(current), total))
-                return calls, 1, min(s.summary_length_recommended, total)
-            groups: list[list[float]] = []
-            group: list[float] = []
-            group_tokens = 0.0
-            for size in current:
-                if group_tokens + size > s.summary_context_size and group:
-                    if len(group) == 1:
-                        groups.append(group + [size])
-                        group, group_tokens = [], 0.0
-                    else:
-                        groups.append(group)
-                        group, group_tokens = [size], size
-                else:
-                    group.append(size)
-                    group_tokens += size
-            if group:
-                groups.append(group)
-            current = []
-            for g in groups:
-                if len(g) == 1:
-                    current.append(g[0])
-                else:
-                    calls.append((len(g), sum(g)))
-                    current.append(min(s.summary_length_recommended, sum(g)))
+        return summary_rounds([tokens / n] * n, self.s)
 
+
+def summary_call(fragments: int, tokens: float, name_tokens: int, sizes: PromptSizes,
+                 s: CostSettings) -> tuple[int, int]:
+    """One summary call's (input, output) tokens: the prompt around the name and the JSON-lined fragments
+    (cut at `summary_context_size`), and at most `summary_length_recommended` out."""
+    sent = min(tokens, s.summary_context_size)
+    return (round(sizes.summary_fixed + name_tokens + sent + fragments * sizes.summary_fragment),
+            round(min(s.summary_length_recommended, tokens)))
+
+
+def summary_rounds(sizes: list[float], s: CostSettings) -> tuple[list[tuple[int, float]], int, float]:
+    """LightRAG's summary loop (`_handle_entity_relation_summary`) on fragments of these token sizes: its
+    calls as (fragments, tokens), and the fragments and tokens left stored after it."""
+    current = list(sizes)
+    calls: list[tuple[int, float]] = []
+    if len(current) < 2:  # one description is stored as it is
+        return calls, len(current), sum(current)
+    while True:
+        total = sum(current)
+        if total <= s.summary_context_size or len(current) <= 2:
+            if len(current) < s.force_llm_summary_on_merge and total < s.summary_max_tokens:
+                return calls, len(current), total
+            calls.append((len(current), total))
+            return calls, 1, min(s.summary_length_recommended, total)
+        groups: list[list[float]] = []
+        group: list[float] = []
+        group_tokens = 0.0
+        for size in current:
+            if group_tokens + size > s.summary_context_size and group:
+                if len(group) == 1:
+                    groups.append(group + [size])
+                    group, group_tokens = [], 0.0
+                else:
+                    groups.append(group)
+                    group, group_tokens = [size], size
+            else:
+                group.append(size)
+                group_tokens += size
+        if group:
+            groups.append(group)
+        current = []
+        for g in groups:
+            if len(g) == 1:
+                current.append(g[0])
+            else:
+                calls.append((len(g), sum(g)))
+                current.append(min(s.summary_length_recommended, sum(g)))

@@ -97,6 +97,9 @@ class CostEstimate:
     prompt_sizes: PromptSizes
     assumptions: dict[str, Any]
     alternatives: list[Alternative] = field(default_factory=list)  # estimate_for_config fills them
+    # wikirag's description summaries (LLM configured): in scenarios["wikirag"], made once per record at the end
+    # of a run, so in no note's or folder's figures
+    summaries: ScenarioCost = field(default_factory=ScenarioCost)
 
     def top_notes(self, n: int = 10, scenario: str = "wikirag") -> list[NoteCost]:
         """The `n` most expensive notes in a scenario (by input plus output tokens at list price)."""

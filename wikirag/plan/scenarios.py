@@ -17,18 +17,21 @@ from wikirag.plan.mentions import cap_mentions, sentence_names
 from wikirag.plan.merges import MergeModel
 from wikirag.plan.prices import ModelPrice
 from wikirag.plan.results import ScenarioCost
+from wikirag.plan.summaries import SummaryModel
 
 
 class Scenario:
     """One scenario's LightRAG: documents go through extraction and merging in insertion order."""
 
     def __init__(self, s: CostSettings, sizes: PromptSizes, gleaning: int, price: ModelPrice, enc: Any, *,
-                 lightrag_merges: bool) -> None:
+                 lightrag_merges: bool, summaries: SummaryModel | None = None) -> None:
         self.s, self.sizes, self.gleaning, self.price, self.enc = s, sizes, gleaning, price, enc
         # vanilla: ainsert, so LightRAG drops duplicate documents and merges (summarises) descriptions.
-        # wikirag: the pipeline calls LightRAG's extraction step only and merges fragments itself, joining
-        # descriptions without an LLM: no duplicate-document check, no summary calls.
+        # wikirag: the pipeline calls LightRAG's extraction step only and merges fragments itself (no
+        # duplicate-document check); its summaries are made once per record at the end of a run, counted
+        # from the fragments a fresh index ends with (`summaries`, plan/summaries.py).
         self.lightrag_merges = lightrag_merges
+        self.summaries = summaries
         self.merges = MergeModel(s, sizes, enc)
         self.seen_docs: dict[str, str] = {}
         self.seen_prompts: set[tuple[str, str]] = set()
@@ -70,6 +73,8 @@ class Scenario:
             if key in self.seen_prompts:  # the same prompt again: LightRAG's LLM cache answers it
                 continue
             self.seen_prompts.add(key)
+            if self.summaries is not None:
+                self.summaries.chunk(*cap_mentions(names, s.max_entity_records, s.max_total_records))
             user = sz.user_fixed + chunk.tokens + hint
             if chunk.breadcrumb:
                 user += sz.section_fixed + self.crumb_tokens(chunk.breadcrumb)

@@ -1,0 +1,132 @@
+"""wikirag's description summaries, estimated: what index/summaries.py sends to the LLM on a fresh index.
+
+wikirag merges every entity's and relation's fragments itself and, with an LLM configured, has LightRAG
+summarise a record once per run when its distinct descriptions reach LightRAG's triggers
+(`force_llm_summary_on_merge` fragments or `summary_max_tokens` tokens). So the model collects, per record,
+the descriptions a fresh index ends with, then replays LightRAG's summary loop once on each list:
+
+- from every indexed note, as graph/contribution.py derives them without an LLM: its own description (one
+  fragment of its entity), the sentence around each link (one relation fragment per distinct sentence) and,
+  for a link to no note, that sentence again as a mention of the unresolved entity;
+- from every chunk sent to extraction (once per distinct prompt: a repeat is answered from LightRAG's cache
+  with the same descriptions), one fragment per entity and relation the LLM is assumed to name
+  (plan/mentions.py), of `description_tokens` each, names mapped onto the notes' entity names and aliases.
+
+Texts are counted only for records with two or more fragments: the others never reach the LLM.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from wikirag.graph.contribution import link_description, link_targets, note_description
+from wikirag.graph.merge import relation_key
+from wikirag.graph.naming import note_entity_names, unresolved_name
+from wikirag.graph.records import UNRESOLVED_TYPE
+from wikirag.lightrag.ids import normalize_name
+from wikirag.lightrag.prompts import PromptSizes
+from wikirag.plan.cost_settings import CostSettings
+from wikirag.plan.merges import summary_call, summary_rounds
+from wikirag.plan.results import ScenarioCost
+
+_Key = str | tuple[str, str]
+
+
+class SummaryModel:
+    """Descriptions per record for the wikirag scenario; `cost()` prices the summaries they call for."""
+
+    def __init__(self, vault: Any, s: CostSettings, sizes: PromptSizes, enc: Any) -> None:
+        self.vault, self.s, self.sizes, self.enc = vault, s, sizes, enc
+        self.names = _Names(note_entity_names(vault.notes))
+        self.unresolved = _unresolved_names(vault, self.names)
+        self.by_name: dict[str, str] = {}  # casefolded name or alias -> entity name
+        for path, note in vault.notes.items():
+            for alias in (*note.aliases, self.names[path]):
+                self.by_name.setdefault(normalize_name(str(alias)).casefold(), self.names[path])
+        self.texts: dict[_Key, dict[str, None]] = {}  # record -> distinct descriptions (a dict keeps order)
+        self.own: dict[str, str] = {}  # entity -> path of the note whose description it carries (read lazily)
+        self.extracted: dict[_Key, int] = {}  # record -> descriptions from extraction
+        self.unresolved_targets: set[str] = set()
+
+    def note(self, path: str) -> None:
+        """An indexed note's own description and its links' sentences."""
+        note = self.vault.notes[path]
+        me = self.names[path]
+        self.own.setdefault(me, path)
+        seen: set[str] = set()
+        for link, target, target_type in link_targets(note, self.vault.outgoing(path), self.names, self.unresolved):
+            text = link_description(me, target, link)
+            self.texts.setdefault(relation_key(me, target), {})[text] = None
+            if target_type == UNRESOLVED_TYPE and target not in seen:  # the first mention in this note
+                self.texts.setdefault(target, {})[text] = None
+                self.unresolved_targets.add(target)
+            seen.add(target)
+
+    def chunk(self, entities: Iterable[str], relations: Iterable[tuple[str, str]]) -> None:
+        """One extraction prompt's assumed records (a distinct prompt: a cached repeat adds nothing)."""
+        for name in entities:
+            key = self._canonical(name)
+            self.extracted[key] = self.extracted.get(key, 0) + 1
+        for a, b in relations:
+            a, b = self._canonical(a), self._canonical(b)
+            if a != b:
+                key = relation_key(a, b)
+                self.extracted[key] = self.extracted.get(key, 0) + 1
+
+    def _canonical(self, name: str) -> str:
+        clean = normalize_name(name)
+        return self.by_name.get(clean.casefold(), clean)
+
+    def cost(self) -> ScenarioCost:
+        """The summary calls and tokens of a fresh index with an LLM (no extraction: those are counted apart)."""
+        s, d = self.s, self.s.description_tokens
+        cost = ScenarioCost()
+        keys = set(self.texts) | set(self.extracted) | {k for k in self.own if k in self.texts or k in self.extracted}
+        for key in sorted(keys, key=str):
+            texts = list(self.texts.get(key, {}))
+            if isinstance(key, str) and key in self.own:
+                texts.insert(0, note_description(self.vault.notes[self.own[key]]))
+            elif key in self.unresolved_targets and texts:  # graph.merge leads with what the vault lacks
+                texts[0] = f"{key} has no note in the vault yet; it is mentioned in: " + texts[0]
+            n = len(texts) + self.extracted.get(key, 0)
+            if n < 2:
+                continue
+            sizes = [float(self._tokens(t)) for t in texts] + [d] * self.extracted.get(key, 0)
+            if n < s.force_llm_summary_on_merge and sum(sizes) < s.summary_max_tokens:
+                continue
+            rounds, _n, _tokens = summary_rounds(sizes, s)
+            name = f"({key[0]}, {key[1]})" if isinstance(key, tuple) else key
+            name_tokens = self._tokens(name)
+            for group_n, group_tokens in rounds:
+                summary_in, summary_out = summary_call(group_n, group_tokens, name_tokens, self.sizes, s)
+                cost.summary_calls += 1
+                cost.summary_input_tokens += summary_in
+                cost.input_tokens += summary_in
+                cost.output_tokens += summary_out
+        cost.llm_calls = cost.summary_calls
+        return cost
+
+    def _tokens(self, text: str) -> int:
+        return len(self.enc.encode_ordinary(text))
+
+
+class _Names(dict):
+    """Entity names by note path; a link into notes the estimate was not given (a subset of the vault) gets
+    its file name."""
+
+    def __missing__(self, path: str) -> str:
+        return normalize_name(path.rsplit("/", 1)[-1].removesuffix(".md")) or path
+
+
+def _unresolved_names(vault: Any, names: Mapping[str, str]) -> dict[str, str]:
+    """As index/planning.unresolved_names: a note entity of that name, else the smallest spelling seen."""
+    by_casefold = {name.casefold(): name for name in names.values()}
+    spellings: dict[str, set[str]] = {}
+    for path in vault.notes:
+        for link, resolution in vault.outgoing(path):
+            if resolution.status == "unresolved":
+                name = unresolved_name(link)
+                if name:
+                    spellings.setdefault(name.casefold(), set()).add(name)
+    return {key: by_casefold.get(key, min(values)) for key, values in spellings.items()}
