@@ -47,10 +47,12 @@ def test_batch_answers_every_extraction_request(tmp_path, monkeypatch, provider)
     vault = prose_vault(tmp_path / "vault", 8)
     with FakeAPI(batch_polls=3) as api:
         report = batch_index(vault, tmp_path / "store", api, monkeypatch, provider)
-        assert submissions(api) == 1 and live_calls(api) == 0
-        batch_lines = len(next(iter(api.batches.values()))["lines"])
+        # one batch of extraction requests, then one of the description summaries they call for
+        assert submissions(api) == 2 and live_calls(api) == 0
+        extraction, summary = (len(job["lines"]) for job in api.batches.values())
     assert report.notes_extracted == 8 and report.notes_pending_extraction == 0
-    assert report.llm_batch_requests == batch_lines == report.llm_calls > 0
+    assert report.llm_batch_requests == extraction + summary == report.llm_calls and extraction > 0 < summary
+    assert report.descriptions_summarised == summary
     assert report.llm_input_tokens > 0 and report.entities > 8
     # the next run finds everything done
     with FakeAPI() as api:
@@ -122,8 +124,10 @@ def test_kill_9_while_the_batch_runs_then_resume_submits_nothing_twice(tmp_path)
         again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
         assert again.returncode == 0, again.stderr
         report = json.loads(again.stdout)
-        assert submissions(api) == 1 and live_calls(api) == 0  # the same batch, polled; nothing asked twice
-        assert any(r.path == f"/v1/batches/{batch_id}" for r in api.requests[-10:])
+        # the same extraction batch, polled (nothing asked twice); then the batch of description summaries
+        assert submissions(api) == 2 and live_calls(api) == 0
+        assert list(api.batches)[0] == batch_id
+        assert any(r.path == f"/v1/batches/{batch_id}" for r in api.requests)
     assert report["notes_extracted"] == 8 and report["llm_batch_requests"] > 0
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from wikirag.graph.contribution import note_contribution
 from wikirag.graph.merge import merge_entity, merge_relation
 from wikirag.graph.records import NoteContribution
-from wikirag.index.batching import run_batches
+from wikirag.index.batching import run_batches, run_summary_batches
 from wikirag.index.extracting import extract_batch, fragment_changes, reclean, stale_packs
 from wikirag.index.ledger import Ledger, NoteEntry, Pending, chunks_digest
 from wikirag.index.live import LiveRun
@@ -151,6 +151,8 @@ async def _run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: Wik
             ledger.save()
             await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report, summaries=summaries)
     if not report.interrupted:
+        if batch_api is not None:
+            await run_summary_batches(writer.rag, batch_api, plan, ledger, summaries, config, report, progress, live)
         await finish_summaries(writer, ledger, summaries, report, progress)
     report.notes_indexed = done
     report.notes_injected = sum(1 for p in todo if plan.decisions[p].route == "inject")

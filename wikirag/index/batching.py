@@ -14,6 +14,8 @@ price, answered within a day), then the ordinary run, which finds every answer i
 4. The answers are written into LightRAG's cache under those keys (journaled, then flushed), the ledger's
    batch cleared. With gleaning on, step 1 now records the gleaning requests (they replay the first answer)
    and a second batch round follows.
+5. After the last note batch, the description summaries the run will make (index/summaries.py) are recorded
+   and answered the same way, before the summary step reads them from the cache.
 Requests that failed inside the batch are recorded again: a new batch while rounds remain, else the
 ordinary run asks them live.
 """
@@ -28,9 +30,11 @@ from wikirag.index.ledger import Ledger
 from wikirag.index.live import LiveRun
 from wikirag.index.planning import Plan, stable_digest
 from wikirag.index.report import IndexReport, Progress
+from wikirag.index.summaries import Summaries, summary_jobs
 from wikirag.index.units import Unit, UnitPlan, note_units, pack_unit
 from wikirag.lightrag.answers import flush_answers
 from wikirag.lightrag.extraction import drop_cached, record_prompts, store_answers
+from wikirag.lightrag.summaries import record_summaries
 from wikirag.llm.batch import BatchAPI, BatchRequest
 from wikirag.settings import WikiragConfig
 
@@ -51,6 +55,25 @@ async def run_batches(rag: Any, api: BatchAPI, plan: Plan, ledger: Ledger, units
             return
         await _submit(api, ledger, requests, plan)
         submitted += 1
+
+
+async def run_summary_batches(rag: Any, api: BatchAPI, plan: Plan, ledger: Ledger, summaries: Summaries,
+                              config: WikiragConfig, report: IndexReport, progress: Progress,
+                              live: LiveRun | None) -> None:
+    """The run's description summaries through batches too (a round per map-reduce level of a long list), so
+    that the live summary step finds them in LightRAG's cache."""
+    for _round in range(SUMMARY_ROUNDS):
+        if ledger.meta.get("batch"):
+            await _finish(rag, api, ledger, config, report, progress, live)
+        requests = await record_summaries(rag, summary_jobs(ledger, summaries))
+        if not requests:
+            return
+        await _submit(api, ledger, requests, plan)
+    if ledger.meta.get("batch"):
+        await _finish(rag, api, ledger, config, report, progress, live)
+
+
+SUMMARY_ROUNDS = 4  # levels of LightRAG's map-reduce; anything deeper is asked live
 
 
 async def _record(rag: Any, plan: Plan, ledger: Ledger, units_plan: UnitPlan, config: WikiragConfig,
@@ -90,7 +113,7 @@ async def _submit(api: BatchAPI, ledger: Ledger, calls: list[dict[str, Any]], pl
     keys: dict[str, list[Any]] = {}
     for call in calls:
         custom_id = call["key"].rsplit(":", 1)[-1]
-        kind = "glean" if call["history"] else "extract"
+        kind = call.get("kind") or ("glean" if call["history"] else "extract")
         requests[custom_id] = BatchRequest(custom_id, kind, call["prompt"], call["system_prompt"], call["history"],
                                            call["max_tokens"], call["response_format"])
         keys[custom_id] = [call["key"], call["entry"].get("chunk_id"), call["entry"].get("cache_type", "extract"),

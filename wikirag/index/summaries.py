@@ -170,6 +170,22 @@ async def finish_summaries(writer: StoreWriter, ledger: Ledger, summaries: Summa
             progress("summaries", done, len(jobs))
 
 
+def summary_jobs(ledger: Ledger, summaries: Summaries) -> list[tuple[str, str, list[str]]]:
+    """(kind, name, descriptions) of every record on the to-do list that is still due: what `--batch` records."""
+    if not summaries.enabled:
+        return []
+    entities, relations = _todo(ledger)
+    entity_index, relation_index = ledger.entity_index(), ledger.relation_index()
+    jobs = []
+    for name in sorted(entities):
+        if name in entity_index:
+            jobs.append(("Entity", name, entity_descriptions(name, entity_index[name])))
+    for key in sorted(relations):
+        if key in relation_index:
+            jobs.append(("Relation", _label("Relation", key), relation_descriptions(relation_index[key])))
+    return [job for job in jobs if summaries.due(job[2])]
+
+
 def _label(kind: str, key: Any) -> str:
     return key if kind == "Entity" else f"({key[0]}, {key[1]})"
 

@@ -39,3 +39,28 @@ async def summarise(rag: Any, kind: str, name: str, descriptions: list[str], sep
     text, used = await _handle_entity_relation_summary(kind, name, descriptions, separator,
                                                       rag._build_global_config(), rag.llm_response_cache)
     return text if used else None
+
+
+async def record_summaries(rag: Any, jobs: list[tuple[str, str, list[str]]]) -> list[dict[str, Any]]:
+    """`--batch`: the summary requests `summarise` would send now for these (kind, name, descriptions), without
+    an LLM, each with the cache key its answer must be stored under (as extraction.record_prompts). A long
+    list's second map-reduce level reads the first level's answers: it is recorded once they are cached."""
+    import_lightrag()
+    from lightrag.operate import _handle_entity_relation_summary
+
+    from wikirag.lightrag.extraction import BATCH_TOKEN, _ReadOnlyCache, _Recorder
+
+    recorder = _Recorder()
+    config = rag._build_global_config()
+    config["role_llm_funcs"] = {**config["role_llm_funcs"], "extract": recorder}
+    cache = _ReadOnlyCache(rag.llm_response_cache)
+    for kind, name, descriptions in jobs:
+        await _handle_entity_relation_summary(kind, name, descriptions, "\n", config, cache)
+    out = []
+    for token, call in recorder.calls.items():
+        if token not in cache.keys or BATCH_TOKEN in call["prompt"]:
+            continue  # not cacheable, or a reduce step over stand-in answers
+        key, entry = cache.keys[token]
+        out.append({"key": key, "entry": {k: v for k, v in entry.items() if k != "return"}, "kind": "summary",
+                    **call})
+    return out
