@@ -80,14 +80,22 @@ def test_a_rate_limit_pauses_the_whole_pool(tmp_path, monkeypatch):
     assert llm.usage.retries == 1
 
 
+def _is_summary(content) -> bool:
+    text = content if isinstance(content, str) else " ".join(part.get("text", "") for part in content)
+    return "synthesize a list of descriptions" in text
+
+
 def test_cached_input_tokens_are_counted(vault, tmp_path, monkeypatch):
     with FakeAPI(latency=0.0, cache_min_tokens=1024) as api:
         report = index(vault, tmp_path / "store", api, monkeypatch, concurrency=1)
-        systems = {b["messages"][0]["content"] for b in api.bodies("/v1/chat/completions")}
+        bodies = api.bodies("/v1/chat/completions")
+    extraction = [b for b in bodies if b["messages"][0]["role"] == "system"]
+    assert all(_is_summary(b["messages"][-1]["content"]) for b in bodies if b not in extraction)
+    systems = {b["messages"][0]["content"] for b in extraction}
     # the static prefix (LightRAG's system prompt) is byte-identical across calls: the hint is in the user turn
     assert len(systems) == 1
     assert report.llm_cached_input_tokens > 0
-    assert report.llm_cached_input_tokens >= (report.llm_calls - 1) * 1024
+    assert report.llm_cached_input_tokens >= (len(extraction) - 1) * 1024
     assert report.llm_cached_input_tokens < report.llm_input_tokens
 
 
@@ -96,6 +104,9 @@ def test_anthropic_extraction_requests_carry_cache_control(vault, tmp_path, monk
         report = index(vault, tmp_path / "store", api, monkeypatch, provider="anthropic", concurrency=1)
         bodies = api.bodies("/v1/messages")
     assert report.notes_extracted == 24 and len(bodies) == report.llm_calls
+    summaries = [b for b in bodies if "system" not in b]  # LightRAG's description summaries: one user turn
+    assert all(_is_summary(b["messages"][-1]["content"]) for b in summaries)
+    bodies = [b for b in bodies if "system" in b]
     for body in bodies:
         assert body["system"][-1]["cache_control"] == {"type": "ephemeral"}
         assert "cache_control" not in str(body["messages"])  # gleaning off: the chunk's turn is not marked

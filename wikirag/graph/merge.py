@@ -26,6 +26,7 @@ _TYPE_PRIORITY = {0: 0, 2: 1, 1: 2}  # fragment rank -> whose type wins
 # LightRAG summarises a description past `summary_max_tokens` (1,200 in 1.5.x) with an LLM. Without one,
 # a description is kept within that budget instead: an entity linked from hundreds of daily notes would
 # otherwise carry hundreds of sentences into every prompt that retrieves it. The ledger keeps every fragment.
+# With an LLM, index/summaries.py replaces the bounded text by LightRAG's summary of every fragment.
 DESCRIPTION_BUDGET_TOKENS = 1200
 _WORD = re.compile(r"\w+", re.UNICODE)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")

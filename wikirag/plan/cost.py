@@ -7,7 +7,8 @@ Three scenarios, per note and in total:
   notes pay LightRAG's extraction step on wikirag's chunks (heading-aware, under the note title) plus the
   hint header in every chunk's prompt, only their uncovered sections under policy "prose", and short ones
   share one call per pack (plan/packing.py); gleaning as configured (off by default); wikirag merges the
-  fragments itself (no summary calls).
+  fragments itself and summarises each record whose descriptions reach LightRAG's triggers once per run
+  (plan/summaries.py).
 - **structure_only**: every note injected from its links; no LLM at all.
 
 Input sizes come from rendering LightRAG's installed prompt templates (`prompt_sizes`) with the arguments
