@@ -104,6 +104,14 @@ class NoteTable:
                     out.append(path)
         return out
 
+    @cached_property
+    def entity_notes(self) -> dict[str, str]:
+        """Entity name -> the note it stands for (graph-mode sources map LightRAG's entities back to notes)."""
+        out: dict[str, str] = {}
+        for path, note in sorted(self.notes.items()):
+            out.setdefault(note.get("entity") or Path(path).stem, path)
+        return out
+
     def tags(self) -> set[str]:
         return {t for note in self.notes.values() for t in note.get("tags", [])}
 

@@ -158,8 +158,9 @@ async def query_store(
     """Retrieve (and answer, with an LLM) in one of LightRAG's modes. A caller asking many questions
     passes an open `rag` (engine.open_engine) and the `notes` table to skip reopening the store.
 
-    `fusion` (default) ranks the source notes by LightRAG's context fused with BM25 and the names in the
-    question (query.search.fused_sources); the context itself is LightRAG's, unchanged. `fusion=False`
+    `fusion` (default) ranks the source notes by LightRAG's context (its chunks' notes, and in the graph
+    modes the notes owning its entities) fused with BM25 and the names in the question (query.ranking);
+    the context itself is LightRAG's, unchanged. `fusion=False`
     keeps LightRAG's own source order."""
     if mode not in MODES:
         raise QueryFailed(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
@@ -227,8 +228,10 @@ async def query_store(
         from wikirag.query.search import fused_sources
 
         lexical = lexical if lexical is not None else load_index(config.workspace_dir)
+        context = QueryResult(question, mode, None, None, {}, data.get("entities", []),
+                              data.get("relationships", []), data.get("chunks", []), sources)
         sources = [Source(p, notes.title(p), obsidian_uri(config.vault, p), found)
-                   for p, found in fused_sources(notes, lexical, question, [s.path for s in sources])]
+                   for p, found in fused_sources(notes, lexical, question, context)]
     keywords = (raw.get("metadata") or {}).get("keywords") or {}
     reason = None
     if answer is None:
