@@ -50,13 +50,13 @@ class SearchResult:
     notes: list[str] = field(default_factory=list)  # why a ranking is missing, e.g. no lexical index yet
 
 
-def fused_sources(notes: NoteTable, index: LexicalIndex | None, question: str,
-                  retrieved: QueryResult) -> list[tuple[str, list[str]]]:
+def fused_sources(notes: NoteTable, index: LexicalIndex | None, question: str, retrieved: QueryResult,
+                  sources: list[str]) -> list[tuple[str, list[str]]]:
     """LightRAG's sources re-ranked: its context (chunks, and entities/relations in the graph modes) fused
     with BM25 and the names in the question; each note with the signals that found it."""
     rankings, _ = note_rankings(notes, index, question, chunks=retrieved.chunks, entities=retrieved.entities,
                                 relations=retrieved.relations)
-    rankings["lightrag"] = list(dict.fromkeys([*rankings["lightrag"], *(s.path for s in retrieved.sources)]))
+    rankings["lightrag"] = list(dict.fromkeys([*rankings["lightrag"], *sources]))
     return [(p, found) for p, _score, found in fuse(notes, rankings)]
 
 
