@@ -116,7 +116,12 @@ def main() -> None:
     if not store_exists(config):
         print(f"indexing {args.vault} first …")
         run_index(config, **engine_kwargs)
-    print(f"{args.vault.name}: {len(questions)} questions; recall@{args.k} and MRR of the expected notes")
+    from wikirag.query.ranking import TUNED_ON
+
+    held_out = args.questions.stem not in TUNED_ON
+    print(f"{args.vault.name}: {len(questions)} questions; recall@{args.k} and MRR of the expected notes; "
+          f"fusion weights chosen on {', '.join(TUNED_ON)}: "
+          + ("this set is HELD OUT" if held_out else "this set was used to choose them"))
     if not args.skip_warm:
         print(f"{'warm':22} {'recall@k':>9} {'MRR':>6} {'median ms':>10} {'p95 ms':>8}")
         for name, recall, mrr, median, p95 in asyncio.run(warm(config, questions, args.k, engine_kwargs)):
