@@ -14,8 +14,9 @@ fused with BM25 and the names in the question.
 
 Warm: one process, one WarmEngine (store open, model loaded), per-query median and p95.
 Cold: a fresh `wikirag query --context-only` / `wikirag search` process per question, wall clock from
-spawn to exit: interpreter start, imports, store and model loading are all counted. `naive` is the baseline
-the graph modes are compared with.
+spawn to exit: interpreter start, imports, store and model loading are all counted. CPU columns (user+sys,
+this process for warm, the children for cold) and the load average are printed because the machine is
+shared. `naive` is the baseline the graph modes are compared with.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -61,6 +63,7 @@ async def warm(config, questions: list[dict], k: int, engine_kwargs: dict) -> li
         runs += [(f"search {m}", lambda q, m=m: engine.search(q, limit=10, mode=m)) for m in SEARCH_MODES]
         for name, call in runs:
             recalls, rrs, latencies = [], [], []
+            cpu = time.process_time()
             for item in questions:
                 started = time.perf_counter()
                 result = await call(item["q"])
@@ -70,11 +73,16 @@ async def warm(config, questions: list[dict], k: int, engine_kwargs: dict) -> li
                 recalls.append(recall)
                 rrs.append(rr)
             rows.append((name, statistics.mean(recalls), statistics.mean(rrs), statistics.median(latencies),
-                         _percentile(latencies, 0.95)))
+                         _percentile(latencies, 0.95), (time.process_time() - cpu) * 1000 / len(questions)))
     return rows
 
 
-def cold(vault: Path, store: Path | None, questions: list[dict], runs: int) -> list[tuple[str, float, float]]:
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def cold(vault: Path, store: Path | None, questions: list[dict], runs: int) -> list[tuple[str, float, float, float]]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     store_args = ["--store", str(store)] if store else []
     commands = {
@@ -85,6 +93,7 @@ def cold(vault: Path, store: Path | None, questions: list[dict], runs: int) -> l
     out = []
     for name, args in commands.items():
         latencies = []
+        cpu = _children_cpu()
         for item in questions[:runs]:
             argv = [sys.executable, "-m", "wikirag.cli", *(a.replace("{q}", item["q"]) for a in args), *store_args]
             started = time.perf_counter()
@@ -92,7 +101,8 @@ def cold(vault: Path, store: Path | None, questions: list[dict], runs: int) -> l
             latencies.append((time.perf_counter() - started) * 1000)
             if done.returncode != 0:
                 raise SystemExit(f"{name} failed: {done.stderr[-500:]}")
-        out.append((name, statistics.median(latencies), max(latencies)))
+        out.append((name, statistics.median(latencies), max(latencies),
+                    (_children_cpu() - cpu) * 1000 / max(1, len(latencies))))
     return out
 
 
@@ -116,15 +126,22 @@ def main() -> None:
     if not store_exists(config):
         print(f"indexing {args.vault} first …")
         run_index(config, **engine_kwargs)
-    print(f"{args.vault.name}: {len(questions)} questions; recall@{args.k} and MRR of the expected notes")
+    from wikirag.query.ranking import TUNED_ON
+
+    held_out = args.questions.stem not in TUNED_ON
+    print("load average (1, 5, 15 min) at the start: " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
+    print(f"{args.vault.name}: {len(questions)} questions; recall@{args.k} and MRR of the expected notes; "
+          f"fusion weights chosen on {', '.join(TUNED_ON)}: "
+          + ("this set is HELD OUT" if held_out else "this set was used to choose them"))
     if not args.skip_warm:
-        print(f"{'warm':22} {'recall@k':>9} {'MRR':>6} {'median ms':>10} {'p95 ms':>8}")
-        for name, recall, mrr, median, p95 in asyncio.run(warm(config, questions, args.k, engine_kwargs)):
-            print(f"{name:22} {recall:9.3f} {mrr:6.3f} {median:10.1f} {p95:8.1f}")
+        print(f"{'warm':22} {'recall@k':>9} {'MRR':>6} {'median ms':>10} {'p95 ms':>8} {'CPU ms/q':>9}")
+        for name, recall, mrr, median, p95, cpu in asyncio.run(warm(config, questions, args.k, engine_kwargs)):
+            print(f"{name:22} {recall:9.3f} {mrr:6.3f} {median:10.1f} {p95:8.1f} {cpu:9.1f}")
     if args.cold and args.embedding == "local":
-        print(f"{'cold (new process)':22} {'median ms':>10} {'max ms':>8}")
-        for name, median, worst in cold(args.vault, args.store, questions, args.cold):
-            print(f"{name:22} {median:10.0f} {worst:8.0f}")
+        print(f"{'cold (new process)':22} {'median ms':>10} {'max ms':>8} {'CPU ms':>8}")
+        for name, median, worst, cpu in cold(args.vault, args.store, questions, args.cold):
+            print(f"{name:22} {median:10.0f} {worst:8.0f} {cpu:8.0f}")
+    print("load average (1, 5, 15 min) at the end: " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
 
 
 if __name__ == "__main__":

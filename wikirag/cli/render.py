@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
-from rich.markdown import Markdown
 from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
@@ -143,6 +142,8 @@ def render_index_report(report: IndexReport, console: Console) -> None:
 
 def render_query_result(result: QueryResult, console: Console, *, answer_streamed: bool = False) -> None:
     if result.answer is not None and not answer_streamed:
+        from rich.markdown import Markdown  # markdown-it behind it: only an answer pays for the import
+
         console.print(Markdown(result.answer))
     elif result.answer is None:
         console.print(Text(f"No answer generated: {result.no_answer_reason}.", style="yellow"))

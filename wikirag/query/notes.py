@@ -14,7 +14,7 @@ import re
 import unicodedata
 import urllib.parse
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +104,14 @@ class NoteTable:
                     out.append(path)
         return out
 
+    @cached_property
+    def entity_notes(self) -> dict[str, str]:
+        """Entity name -> the note it stands for (graph-mode sources map LightRAG's entities back to notes)."""
+        out: dict[str, str] = {}
+        for path, note in sorted(self.notes.items()):
+            out.setdefault(note.get("entity") or Path(path).stem, path)
+        return out
+
     def tags(self) -> set[str]:
         return {t for note in self.notes.values() for t in note.get("tags", [])}
 
@@ -148,11 +156,16 @@ def read_note_table(config: WikiragConfig) -> NoteTable:
     return NoteTable(names_table(ledger), None)
 
 
+@lru_cache(maxsize=64)
+def _vault_name(vault: Path) -> str:
+    return vault.resolve().name  # resolving is a few system calls: once per vault, not once per source
+
+
 def obsidian_uri(vault: Path, path: str, heading: str = "") -> str:
     """obsidian://open?vault=…&file=… (a heading is appended to the file as Obsidian's #anchor)."""
     file = path[:-3] if path.endswith(".md") else path
     if heading and " > " in heading:  # a section below the note's title
         file += "#" + heading.split(" > ")[-1]
     return "obsidian://open?" + urllib.parse.urlencode(
-        {"vault": vault.resolve().name, "file": file}, quote_via=urllib.parse.quote
+        {"vault": _vault_name(vault), "file": file}, quote_via=urllib.parse.quote
     )

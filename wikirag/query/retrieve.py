@@ -124,7 +124,8 @@ def derive_keywords(question: str, notes: NoteTable) -> tuple[list[str], list[st
 # --- the query -----------------------------------------------------------------------------------
 
 
-def _sources(data: dict[str, Any], notes: NoteTable, vault: Path) -> list[Source]:
+def _source_paths(data: dict[str, Any], notes: NoteTable) -> list[str]:
+    """LightRAG's own source order: its reference list (notes by chunk count), then any other chunk's note."""
     paths: list[str] = []
     for ref in data.get("references", []):
         for path in str(ref.get("file_path", "")).split("<SEP>"):
@@ -134,7 +135,7 @@ def _sources(data: dict[str, Any], notes: NoteTable, vault: Path) -> list[Source
         path = chunk.get("file_path", "")
         if path and path not in paths:
             paths.append(path)
-    return [Source(p, notes.title(p), obsidian_uri(vault, p)) for p in paths if p in notes.notes]
+    return [p for p in paths if p in notes.notes]
 
 
 async def query_store(
@@ -158,15 +159,15 @@ async def query_store(
     """Retrieve (and answer, with an LLM) in one of LightRAG's modes. A caller asking many questions
     passes an open `rag` (engine.open_engine) and the `notes` table to skip reopening the store.
 
-    `fusion` (default) ranks the source notes by LightRAG's context fused with BM25 and the names in the
-    question (query.search.fused_sources); the context itself is LightRAG's, unchanged. `fusion=False`
+    `fusion` (default) ranks the source notes by LightRAG's context (its chunks' notes, and in the graph
+    modes the notes owning its entities) fused with BM25 and the names in the question (query.ranking);
+    the context itself is LightRAG's, unchanged. `fusion=False`
     keeps LightRAG's own source order."""
     if mode not in MODES:
         raise QueryFailed(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
     if not question.strip():
         raise QueryFailed("the question is empty")
-    store = ledger_store(config.storage, config.workspace_dir, config.workspace)
-    if not store.exists():
+    if rag is None and not ledger_store(config.storage, config.workspace_dir, config.workspace).exists():
         raise StoreNotFound(f"{config.workspace_dir}: no index here; run `wikirag index {config.vault}` first")
     if mode == "bypass" and llm_func is None:
         raise QueryFailed("mode 'bypass' sends the question straight to the LLM, and none is configured")
@@ -221,14 +222,20 @@ async def query_store(
                 answer = llm.get("content")
             if answer is None:
                 raise QueryFailed("the LLM returned no answer")
-    sources = _sources(data, notes, config.vault)
+    paths = _source_paths(data, notes)
+    found_by: list[list[str]] = [["lightrag"] for _ in paths]
     if fusion:
         from wikirag.index.lexical import load_index
         from wikirag.query.search import fused_sources
 
         lexical = lexical if lexical is not None else load_index(config.workspace_dir)
-        sources = [Source(p, notes.title(p), obsidian_uri(config.vault, p), found)
-                   for p, found in fused_sources(notes, lexical, question, [s.path for s in sources])]
+        context = QueryResult(question, mode, None, None, {}, data.get("entities", []),
+                              data.get("relationships", []), data.get("chunks", []))
+        # as many sources as LightRAG cited (at least 5): the fused ranking chooses which
+        ranked = fused_sources(notes, lexical, question, context, paths)[:max(5, len(paths))]
+        paths, found_by = [p for p, _ in ranked], [f for _, f in ranked]
+    sources = [Source(p, notes.title(p), obsidian_uri(config.vault, p), f) for p, f in zip(paths, found_by,
+                                                                                          strict=True)]
     keywords = (raw.get("metadata") or {}).get("keywords") or {}
     reason = None
     if answer is None:

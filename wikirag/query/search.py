@@ -1,18 +1,15 @@
 """`search`: ranked notes with their best passages, no LLM. The library function behind `wikirag search` and
 the MCP `search` tool.
 
-Three rankings are fused by reciprocal rank (RRF, k=60; score = sum over rankings of 1/(60 + rank)):
-- names: notes whose title, alias or file name the query mentions (Aho-Corasick over the names table);
-- lexical: BM25 over the store's chunks (index.lexical), a note ranked by its best chunk;
-- LightRAG: the sources of LightRAG's own retrieval in the chosen mode (vector search over chunks for
-  `naive`, entities/relations plus chunks for the graph modes), context only.
-Mode `lexical` skips LightRAG (no embedding model, no vector stores): the fastest cold start.
+The rankings of query.ranking are fused there (weighted reciprocal rank): BM25 over the store's chunks
+leads; the names in the query, the notes of LightRAG's context chunks in the chosen mode and, in the graph
+modes, the notes owning the entities LightRAG retrieved adjust it. Mode `lexical` skips LightRAG (no
+embedding model, no vector stores): the fastest cold start.
 """
 
 from __future__ import annotations
 
 import re
-from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,22 +17,17 @@ from typing import TYPE_CHECKING, Any
 from wikirag.errors import QueryFailed
 from wikirag.index.lexical import tokenize
 from wikirag.query.notes import NoteTable, obsidian_uri
+from wikirag.query.ranking import FUSION, fuse, note_rankings, rrf
 
 if TYPE_CHECKING:
     from wikirag.index.lexical import LexicalIndex
+    from wikirag.query.retrieve import QueryResult
     from wikirag.settings import WikiragConfig
+
+__all__ = ["SEARCH_MODES", "SearchHit", "SearchResult", "fused_sources", "rrf", "search_notes"]
 
 # naive first: on both question sets it matched mix at a fraction of the cost (no graph storages to load)
 SEARCH_MODES = ("naive", "mix", "hybrid", "local", "global", "lexical")
-RRF_K = 60
-# Weights measured on two hand-written question sets (bench/retrieval.py): with the default MiniLM embedder
-# BM25 is the strongest single ranking; LightRAG's ranking helps the first hit (MRR) at a low weight and
-# costs recall at equal weight; a name helps when it is specific (see specific_names).
-WEIGHTS = {"names": 0.5, "lexical": 1.0, "lightrag": 0.2}
-# LightRAG's modes rank their sources by their own context; fused with BM25 and names at equal weight,
-# every mode gained recall@5 and MRR on both question sets (bench/retrieval.py --no-fusion compares).
-MODE_WEIGHTS = {"names": 0.5, "lexical": 1.0, "lightrag": 1.0}
-SPECIFIC_SHARE = 0.02  # a name whose words occur in more than 2% of chunks ("Python", "Enigma") names no one note
 _PARAGRAPH = re.compile(r"\n\s*\n")
 
 
@@ -58,59 +50,14 @@ class SearchResult:
     notes: list[str] = field(default_factory=list)  # why a ranking is missing, e.g. no lexical index yet
 
 
-def rrf(rankings: dict[str, list[str]], k: int = RRF_K, weights: dict[str, float] | None = None) -> list[tuple[str,
-                                                                                                          float]]:
-    """Reciprocal rank fusion: sum of w / (k + rank), rank from 1; duplicates keep their best rank."""
-    score: dict[str, float] = defaultdict(float)
-    for name, ids in rankings.items():
-        weight = (weights or {}).get(name, 1.0)
-        for rank, item in enumerate(dict.fromkeys(ids), start=1):
-            score[item] += weight / (k + rank)
-    return sorted(score.items(), key=lambda kv: (-kv[1], kv[0]))
-
-
-def lexical_ranking(index: LexicalIndex | None, query: str, depth: int = 60) -> tuple[list[str], dict[str, str]]:
-    """Notes by their best BM25 chunk, and that chunk's heading per note."""
-    if index is None:
-        return [], {}
-    paths: list[str] = []
-    headings: dict[str, str] = {}
-    for i, _score in index.top(query, depth):
-        path = index.chunk_paths[i]
-        if path not in headings:
-            paths.append(path)
-            headings[path] = index.headings[i]
-    return paths, headings
-
-
-def specific_names(notes: NoteTable, index: LexicalIndex | None, query: str) -> list[str]:
-    """Notes named in the query by a specific name, rarest name first. A title or alias whose words are
-    common in the vault (a note called "Python" in a data wiki) is a topic, not a pointer to that note."""
-    surfaces = notes.names_in(query)
-    if index is None or not index.size:
-        return notes.notes_named_in(query)
-    limit = max(2, SPECIFIC_SHARE * index.size)
-
-    def spread(surface: str) -> int:
-        ids = [index.term_id(t) for t in tokenize(surface)]
-        if not ids or None in ids:
-            return 0
-        return min(int(index.indptr[i + 1] - index.indptr[i]) for i in ids)
-
-    out: list[str] = []
-    for surface in sorted(surfaces, key=spread):
-        if spread(surface) <= limit:
-            out += [p for p in notes.by_name.get(surface, []) if p not in out]
-    return out
-
-
-def fused_sources(notes: NoteTable, index: LexicalIndex | None, query: str, lightrag: list[str]) -> list[tuple[str,
-                                                                                                             list[str]]]:
-    """LightRAG's source notes re-ranked with BM25 and specific names (RRF); each with what found it."""
-    rankings = {"names": specific_names(notes, index, query), "lexical": lexical_ranking(index, query)[0],
-                "lightrag": lightrag}
-    return [(p, [n for n, ids in rankings.items() if p in ids])
-            for p, _ in rrf(rankings, weights=MODE_WEIGHTS) if p in notes.notes]
+def fused_sources(notes: NoteTable, index: LexicalIndex | None, question: str, retrieved: QueryResult,
+                  sources: list[str]) -> list[tuple[str, list[str]]]:
+    """LightRAG's sources re-ranked: its context (chunks, and entities/relations in the graph modes) fused
+    with BM25 and the names in the question; each note with the signals that found it."""
+    rankings, _ = note_rankings(notes, index, question, chunks=retrieved.chunks, entities=retrieved.entities,
+                                relations=retrieved.relations)
+    rankings["lightrag"] = list(dict.fromkeys([*rankings["lightrag"], *sources]))
+    return [(p, found) for p, _score, found in fuse(notes, rankings)]
 
 
 def best_passages(text: str, query: str, count: int = 2, width: int = 320) -> list[str]:
@@ -146,29 +93,28 @@ async def search_notes(config: WikiragConfig, query: str, *, notes: NoteTable, l
         raise QueryFailed("the query is empty")
     limit = max(1, limit)
     result_notes: list[str] = []
-    rankings: dict[str, list[str]] = {"names": specific_names(notes, lexical, query)}
-    lexical_paths, headings = lexical_ranking(lexical, query)
-    rankings["lexical"] = lexical_paths
     if lexical is None:
         result_notes.append("no lexical index in this store yet: run `wikirag index` once to build it")
+    retrieved = None
     if mode != "lexical":
         from wikirag.query.retrieve import query_store
 
         retrieved = await query_store(config, query, mode=mode, context_only=True, rag=rag, notes=notes,
                                       fusion=False, **engine_kwargs)
-        rankings["lightrag"] = [s.path for s in retrieved.sources]
-        for chunk in retrieved.chunks:
-            path = chunk.get("file_path", "")
-            if path and path not in headings and chunk.get("heading"):
-                headings[path] = str(chunk.get("heading"))
-    fused = [(p, s) for p, s in rrf(rankings, weights=WEIGHTS) if p in notes.notes][:limit]
+    rankings, headings = note_rankings(notes, lexical, query, chunks=retrieved.chunks if retrieved else None,
+                                       entities=retrieved.entities if retrieved else None,
+                                       relations=retrieved.relations if retrieved else None)
+    for chunk in retrieved.chunks if retrieved else []:
+        path = chunk.get("file_path", "")
+        if path and path not in headings and chunk.get("heading"):
+            headings[path] = str(chunk.get("heading"))
+    fused = fuse(notes, rankings, FUSION)[:limit]
     hits = []
-    for path, score in fused:
+    for path, score, found in fused:
         heading = headings.get(path, "")
         hits.append(SearchHit(
             path=path, title=notes.title(path), heading=heading,
-            obsidian_uri=obsidian_uri(config.vault, path, heading), score=round(score, 6),
-            matched_by=[name for name, ids in rankings.items() if path in ids],
+            obsidian_uri=obsidian_uri(config.vault, path, heading), score=round(score, 6), matched_by=found,
             passages=best_passages(read_note_text(config.vault, path), query),
         ))
     return SearchResult(query=query, mode=mode, hits=hits, notes=result_notes)

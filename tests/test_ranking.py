@@ -1,0 +1,132 @@
+"""How sources and search hits are ranked (query.ranking): each signal's note ranking, their fusion, and the
+fused sources of LightRAG's modes through the library and the CLI on the sample vault."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.storekit import HashEmbedding, copy_vault
+from wikirag.cli import app
+from wikirag.index.lexical import build_index, tokenize
+from wikirag.index.run import run_index
+from wikirag.lightrag import engine
+from wikirag.query.notes import NoteTable
+from wikirag.query.ranking import FUSION, Fusion, chunk_notes, fuse, graph_notes, lexical_notes
+from wikirag.query.retrieve import ask
+from wikirag.settings import load_config
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "sample_vault"
+CORPUS = Path(os.environ.get("WIKIRAG_CORPUS", ROOT.parent / "shared" / "corpus"))
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def sample_store(tmp_path_factory):
+    vault = copy_vault(SAMPLE, tmp_path_factory.mktemp("ranking") / "vault")
+    config = load_config(vault)
+    run_index(config, embedding_func=HashEmbedding().func())
+    return config
+
+
+@pytest.fixture
+def fast_embedding(monkeypatch):
+    monkeypatch.setattr(engine, "make_embedding_func", lambda spec, counter, base_url=None: HashEmbedding().func())
+
+
+def test_chunk_notes_keep_lightrags_chunk_order_not_chunk_counts():
+    # LightRAG's reference list puts the note with most chunks first; its chunk order is its relevance order
+    chunks = [{"file_path": "answer.md"}, {"file_path": "long.md"}, {"file_path": "long.md"},
+              {"file_path": "long.md"}, {"file_path": ""}, {"file_path": "other.md"}]
+    assert chunk_notes(chunks) == ["answer.md", "long.md", "other.md"]
+
+
+def test_graph_notes_are_the_notes_the_entities_stand_for():
+    table = NoteTable({"people/Alan Turing.md": {"entity": "Alan Turing"}, "projects/Bombe.md": {"entity": "Bombe"},
+                       "Colossus.md": {}, "Index.md": {"entity": "Index"}})
+    entities = [{"entity_name": "Bombe", "file_path": "Index.md<SEP>people/Alan Turing.md"},
+                {"entity_name": "diagonal board"},  # extracted, no note of its own
+                {"entity_name": "Colossus"}]  # a note without an entity field: its file name
+    relations = [{"src_id": "Alan Turing", "tgt_id": "Bombe"}, {"src_id": "Index", "tgt_id": "Colossus"}]
+    # entities and relation ends in turn; a note once; the notes merely mentioning an entity are not its note
+    assert graph_notes(table, entities, relations) == ["projects/Bombe.md", "people/Alan Turing.md",
+                                                       "Colossus.md", "Index.md"]
+    assert graph_notes(table, [], []) == []
+
+
+def _index(rows: list[tuple[str, str]]):
+    return build_index([(f"c{i}", path, "", tokenize(text)) for i, (path, text) in enumerate(rows)])
+
+
+def test_a_note_is_ranked_by_its_best_chunk_unless_spread_adds_the_rest():
+    filler = " ".join(f"word{i}" for i in range(40))
+    index = _index([("long.md", f"zymurgy {filler}"), ("long.md", f"zymurgy {filler} more"),
+                    ("long.md", f"zymurgy {filler} again"), ("short.md", "zymurgy zymurgy brewing"),
+                    ("other.md", "nothing to see")])
+    ranked, _ = lexical_notes(index, "zymurgy", FUSION)
+    assert ranked == ["short.md", "long.md"]  # one strong chunk beats three weak ones: no crowding by length
+    summed, _ = lexical_notes(index, "zymurgy", Fusion(weights=FUSION.weights, spread=1.0))
+    assert summed == ["long.md", "short.md"]
+
+
+def test_fusion_keeps_bm25s_head_and_reorders_below_it():
+    notes = NoteTable({p: {} for p in ("a.md", "b.md", "c.md", "d.md", "e.md", "x.md")})
+    rankings = {"lexical": ["a.md", "b.md", "c.md", "d.md", "e.md"], "lightrag": ["x.md", "e.md"],
+                "graph": ["x.md", "e.md"], "names": []}
+    fused = [p for p, _s, _f in fuse(notes, rankings)]
+    # BM25's first stays first, and a note only the other signals find stays below BM25's top ten...
+    assert fused[0] == "a.md" and fused[-1] == "x.md"
+    # ...but a note they agree on moves up within BM25's list
+    assert fused.index("e.md") < fused.index("c.md")
+    found = {p: f for p, _s, f in fuse(notes, rankings)}
+    assert found["e.md"] == ["lexical", "lightrag", "graph"] and found["x.md"] == ["lightrag", "graph"]
+    # a signal with weight 0 neither scores nor is reported
+    silent = Fusion(weights={**FUSION.weights, "graph": 0.0}, k=FUSION.k)
+    assert all("graph" not in f for _p, _s, f in fuse(notes, rankings, silent))
+
+
+def test_graph_modes_cite_the_notes_of_their_entities_and_no_fusion_keeps_lightrags_order(sample_store):
+    config = sample_store
+    question = "Who came up with the Bombe's diagonal board, and why did it make the machine more effective?"
+    embedding = HashEmbedding().func()
+    own = ask(config, question, mode="local", context_only=True, fusion=False, embedding_func=embedding)
+    assert {tuple(s.found_by) for s in own.sources} == {("lightrag",)}
+    fused = ask(config, question, mode="local", context_only=True, embedding_func=embedding)
+    by_path = {s.path: s.found_by for s in fused.sources}
+    assert "graph" in by_path["projects/Bombe.md"]  # the entity "Bombe" stands for this note
+    assert [s.path for s in fused.sources][:2] == ["projects/Bombe.md", "people/Gordon Welchman.md"]
+    assert len(fused.sources) == max(5, len(own.sources))  # fusion reorders and chooses, it does not pile up
+    assert fused.chunks == own.chunks and fused.entities == own.entities  # the context stays LightRAG's
+
+
+def test_cli_query_prints_fused_sources_and_no_fusion_lightrags(sample_store, fast_embedding):
+    vault = str(sample_store.vault)
+    args = ["query", "What did Leon Battista Alberti contribute to cryptography?", "--vault", vault,
+            "-m", "global", "--context-only", "--json"]
+    fused = runner.invoke(app, args)
+    own = runner.invoke(app, [*args, "--no-fusion"])
+    assert fused.exit_code == 0 and own.exit_code == 0, fused.output + own.output
+    fused_sources = json.loads(fused.stdout)["sources"]
+    own_sources = json.loads(own.stdout)["sources"]
+    assert fused_sources[0]["path"] == "concepts/Polyalphabetic substitution.md"
+    assert "lexical" in fused_sources[0]["found_by"]
+    assert all(s["found_by"] == ["lightrag"] for s in own_sources)
+
+
+@pytest.mark.parametrize("name, vault", [("sample_vault", SAMPLE),
+                                         ("data_engineering_wiki", CORPUS / "data-engineering-wiki"),
+                                         ("obsidian_tasks_docs", CORPUS / "obsidian-tasks-docs")])
+def test_benchmark_questions_point_at_existing_notes(name, vault):
+    if not vault.is_dir():
+        pytest.skip(f"{vault} is not here (set WIKIRAG_CORPUS to the shared corpus)")
+    questions = json.loads((ROOT / "bench" / "questions" / f"{name}.json").read_text())["questions"]
+    assert len(questions) >= 15
+    for item in questions:
+        assert item["q"].strip() and item["notes"], item
+        for path in item["notes"]:
+            assert (vault / path).is_file(), f"{name}: {path}"

@@ -1,0 +1,146 @@
+"""Note rankings and their fusion: what `search` returns and how LightRAG's cited sources are ordered.
+
+Each signal ranks notes (vault paths), best first:
+- `names`: notes whose title, alias or file name the question mentions, when the name is specific;
+- `lexical`: BM25 over the store's chunks, aggregated per note (best chunk, plus a share of the rest);
+- `lightrag`: the notes of LightRAG's context chunks, in LightRAG's chunk order (its relevance order; its own
+  reference list counts chunks per note, which lets one long note outrank the note that answers);
+- `graph` (graph modes): the notes that own the entities and relation ends LightRAG retrieved.
+
+They are fused by weighted reciprocal rank (score = sum of weight / (k + rank)). The weights, k and the
+aggregation share were chosen by a sweep (bench/fusion_sweep.py) on one question set and checked on two
+others held out (see the README's figures); the docstring of `FUSION` says what the sweep found.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from wikirag.index.lexical import tokenize
+
+if TYPE_CHECKING:
+    from wikirag.index.lexical import LexicalIndex
+    from wikirag.query.notes import NoteTable
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """How rankings are fused. `weights` per signal; `k` damps the head of each ranking (smaller: the first
+    ranks count more); `spread` is the share of a note's other matching chunks added to its best BM25 chunk;
+    `name_share` is how common (share of chunks holding its rarest word) a mentioned name may be and still
+    point at its note."""
+
+    weights: dict[str, float] = field(default_factory=dict)
+    k: int = 60
+    spread: float = 0.0
+    name_share: float = 0.02
+    depth: int = 100  # BM25 chunks read per query
+
+
+# Chosen by bench/fusion_sweep.py on the sample vault's 44 questions and checked on the 32 data-engineering
+# questions (and the other way round; both directions picked k=5 and BM25 first). With the default MiniLM
+# embedder BM25 is by far the strongest single signal (recall@5 0.92 and 1.00 alone, LightRAG's own order
+# 0.56-0.84), so it leads and a small k keeps its head: LightRAG's chunk order and the graph's entity notes
+# reorder within it and bring up notes it ranks just below the cut (the graph signal finds the notes a
+# thematic question spans). Names at any weight gained nothing on either set and cost MRR where titles are
+# common words ("Python", "AWS"): 0.1 keeps a note found only by its alias in the list (cost: MRR -0.002).
+# Aggregating more than a note's best chunk (spread) lowered MRR on the long-note set.
+TUNED_ON = ("sample_vault",)  # the question sets (bench/questions/) the weights were chosen on
+FUSION = Fusion(weights={"names": 0.1, "lexical": 1.0, "lightrag": 0.2, "graph": 0.2}, k=5, spread=0.0,
+                name_share=0.02)
+
+
+def rrf(rankings: dict[str, list[str]], k: int = 60, weights: dict[str, float] | None = None) -> list[tuple[str,
+                                                                                                         float]]:
+    """Reciprocal rank fusion: sum of w / (k + rank), rank from 1; duplicates keep their best rank."""
+    score: dict[str, float] = defaultdict(float)
+    for name, ids in rankings.items():
+        weight = (weights or {}).get(name, 1.0)
+        if weight <= 0:
+            continue
+        for rank, item in enumerate(dict.fromkeys(ids), start=1):
+            score[item] += weight / (k + rank)
+    return sorted(score.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def lexical_notes(index: LexicalIndex | None, query: str, fusion: Fusion = FUSION) -> tuple[list[str], dict[str, str]]:
+    """Notes by BM25: best chunk's score plus `spread` x the note's other matching chunks; and the best
+    chunk's heading per note."""
+    if index is None:
+        return [], {}
+    score: dict[str, float] = {}
+    headings: dict[str, str] = {}
+    for i, value in index.top(query, fusion.depth):
+        path = index.chunk_paths[i]
+        if path not in headings:
+            headings[path] = index.headings[i]
+            score[path] = value
+        else:
+            score[path] += fusion.spread * value
+    return sorted(score, key=lambda p: -score[p]), headings
+
+
+def named_notes(notes: NoteTable, index: LexicalIndex | None, query: str, fusion: Fusion = FUSION) -> list[str]:
+    """Notes named in the query by a specific name, rarest name first. A title or alias whose words are
+    common in the vault (a note called "Python" in a data wiki) is a topic, not a pointer to that note."""
+    surfaces = notes.names_in(query)
+    if index is None or not index.size:
+        return notes.notes_named_in(query)
+    limit = max(2, fusion.name_share * index.size)
+
+    def spread(surface: str) -> int:
+        ids = [index.term_id(t) for t in tokenize(surface)]
+        if not ids or None in ids:
+            return 0
+        return min(int(index.indptr[i + 1] - index.indptr[i]) for i in ids)
+
+    out: list[str] = []
+    for surface in sorted(surfaces, key=spread):
+        if spread(surface) <= limit:
+            out += [p for p in notes.by_name.get(surface, []) if p not in out]
+    return out
+
+
+def chunk_notes(chunks: list[dict[str, Any]]) -> list[str]:
+    """The notes of LightRAG's context chunks in the order LightRAG ranked the chunks, each once."""
+    return list(dict.fromkeys(str(c.get("file_path", "")) for c in chunks if c.get("file_path")))
+
+
+def graph_notes(notes: NoteTable, entities: list[dict[str, Any]], relations: list[dict[str, Any]]) -> list[str]:
+    """Notes owning the retrieved entities and relation ends, entities and relations taken in turn (each
+    in LightRAG's order). An entity's own note is the note it stands for, not every note that mentions it."""
+    owner = notes.entity_notes
+    from_entities = [owner[e["entity_name"]] for e in entities if e.get("entity_name") in owner]
+    from_relations = [owner[name] for r in relations for name in (r.get("src_id"), r.get("tgt_id"))
+                      if name in owner]
+    merged: list[str] = []
+    for i in range(max(len(from_entities), len(from_relations))):
+        for side in (from_entities, from_relations):
+            if i < len(side) and side[i] not in merged:
+                merged.append(side[i])
+    return merged
+
+
+def note_rankings(notes: NoteTable, index: LexicalIndex | None, query: str, *,
+                  chunks: list[dict[str, Any]] | None = None, entities: list[dict[str, Any]] | None = None,
+                  relations: list[dict[str, Any]] | None = None,
+                  fusion: Fusion = FUSION) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """Every signal's ranking for this query, and the best BM25 chunk's heading per note. `chunks`,
+    `entities` and `relations` are LightRAG's context (None: no LightRAG retrieval, lexical only)."""
+    lexical, headings = lexical_notes(index, query, fusion)
+    rankings = {"names": named_notes(notes, index, query, fusion), "lexical": lexical}
+    if chunks is not None:
+        rankings["lightrag"] = chunk_notes(chunks)
+    if entities or relations:
+        rankings["graph"] = graph_notes(notes, entities or [], relations or [])
+    return rankings, headings
+
+
+def fuse(notes: NoteTable, rankings: dict[str, list[str]], fusion: Fusion = FUSION) -> list[tuple[str, float,
+                                                                                                   list[str]]]:
+    """(path, score, the signals that found it), best first, notes of this vault only."""
+    return [(p, s, [n for n, ids in rankings.items() if p in ids and fusion.weights.get(n, 1.0) > 0])
+            for p, s in rrf(rankings, fusion.k, fusion.weights) if p in notes.notes]
+
