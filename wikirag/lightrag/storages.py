@@ -59,6 +59,10 @@ def lightrag_environment(settings: StorageSettings) -> Iterator[None]:
     different PostgreSQL connection settings in one process are refused, because LightRAG's pool is
     process-wide and would silently keep the first."""
     wanted = lightrag_env_vars(settings)
+    if settings.embedded:  # LightRAG's pool connects in initialize_storages: the private server must run
+        from wikirag.storage.embedded import ensure_server
+
+        ensure_server(settings)
     with _env_lock:
         active: dict[str, str] = _env_state["vars"] or {}
         if any(active.get(k, v) != v for k, v in wanted.items()):

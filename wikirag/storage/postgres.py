@@ -17,14 +17,19 @@ class StorageUnreachable(WikiragError):
     """The storage server cannot be reached or refuses us; the message says why in plain words."""
 
 
-def connect(settings: StorageSettings, *, autocommit: bool = False) -> Any:
+def connect(settings: StorageSettings, *, autocommit: bool = False, start: bool = True) -> Any:
     """A psycopg connection with the same settings LightRAG's pool uses (and no ~/.pgpass, which LightRAG's
-    pool cannot read either). Raises StorageUnreachable with a plain-words reason."""
+    pool cannot read either). Raises StorageUnreachable with a plain-words reason. On the embedded backend
+    the private server is started (or joined) first unless `start` is False."""
     try:
         import psycopg
     except ImportError:
         raise ConfigError("PostgreSQL storage needs wikirag's postgres extra: pip install 'wikirag[postgres]'") \
             from None
+    if settings.embedded and start:
+        from wikirag.storage.embedded import ensure_server
+
+        ensure_server(settings)
     params: dict[str, Any] = {
         "host": settings.host, "port": settings.port, "user": settings.user, "dbname": settings.database,
         "password": settings.password, "connect_timeout": CONNECT_TIMEOUT_S, "application_name": "wikirag",
