@@ -139,7 +139,7 @@ def run_doctor(config: WikiragConfig, *, check_llm_call: bool = False) -> Doctor
     report.checks.append(_tokenizer(config))
     report.checks.append(_embedding(config))
     storage = [Check(name, status, detail) for name, status, detail in check_storage(config.storage)]
-    if config.storage.backend != "file" and config.workspace == workspace_name(config.vault):
+    if config.storage.backend not in ("file", "embedded") and config.workspace == workspace_name(config.vault):
         # On a shared server every vault folder called "Notes" would land in one workspace.
         storage.append(Check("workspace", "warn", f"{config.workspace!r} is the vault folder's name; on a shared "
                                                   "server set `workspace` in wikirag.toml to a unique name"))

@@ -41,6 +41,11 @@ def lightrag_env_vars(settings: StorageSettings) -> dict[str, str]:
         })
         if settings.sslmode:
             env["PGSSLMODE"] = settings.sslmode
+    if settings.embedded:
+        # No vector index unless asked for: an exact scan, as NanoVectorDB does, measured cheaper for a vault
+        # than maintaining HNSW (half the first index's CPU at 1,000 notes), and never cut short by HNSW's
+        # ef_search (40) below LightRAG's top_k (docs/storage.md). POSTGRES_VECTOR_INDEX_TYPE=HNSW restores it.
+        env["POSTGRES_VECTOR_INDEX_TYPE"] = os.environ.get("POSTGRES_VECTOR_INDEX_TYPE", "")
     return env
 
 

@@ -72,6 +72,8 @@ def ensure_server(settings: StorageSettings) -> None:
     """Make sure the embedded server for these settings runs and this process is one of its clients (it
     leaves at exit). Cheap after the first call in a process."""
     key = settings.data_dir
+    if os.name == "nt":
+        raise ConfigError("backend = \"embedded\" runs PostgreSQL on a Unix socket: Linux and macOS only")
     if not key:
         raise ConfigError("embedded storage without a data folder (load_config places it in the workspace folder)")
     if key in _joined:

@@ -113,7 +113,30 @@ def check_storage(settings: StorageSettings, workspace: str | None = None) -> li
         return checks
     if "psycopg[binary]" in missing:
         return checks
+    if settings.embedded:
+        if "pgserver" in missing:
+            return checks
+        checks.append(_check_embedded(settings))
+        if checks[-1][1] != "ok" or "not created yet" in checks[-1][2]:
+            return checks  # doctor creates no cluster: the first index does
     return checks + _check_postgres(settings, workspace)
+
+
+def _check_embedded(settings: StorageSettings) -> StorageCheck:
+    """The embedded server, in plain words: its version, data folder, size and who is using it."""
+    from wikirag.storage.embedded import server_version, status
+
+    try:
+        version, state = server_version(), status(settings)
+    except (OSError, WikiragError) as exc:
+        return ("embedded", "fail", f"{settings.target}: {exc}")
+    if not state["exists"]:
+        return ("embedded", "ok", f"{version} from pgserver; data folder {state['data_dir']} not created yet "
+                                  "(the first index creates it)")
+    running = (f"running (pid {state['pid']}, {state['clients']} wikirag process(es) using it)" if state["pid"]
+               else "stopped (the next command starts it)")
+    return ("embedded", "ok", f"{version} from pgserver; data folder {state['data_dir']}, "
+                              f"{state['bytes'] / 1e6:,.0f} MB; {running}")
 
 
 def _check_postgres(settings: StorageSettings, workspace: str | None) -> list[StorageCheck]:

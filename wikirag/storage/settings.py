@@ -262,6 +262,8 @@ def missing_packages(settings: StorageSettings) -> list[str]:
     if "PG" in families:
         families.add("psycopg")
     needed = [("psycopg", "psycopg[binary]") if f == "psycopg" else REQUIREMENTS[f][:2] for f in sorted(families)]
+    if settings.embedded:
+        needed.append(("pgserver", "pgserver"))
     return sorted({pip for module, pip in needed if importlib.util.find_spec(module) is None})
 
 
