@@ -298,3 +298,21 @@ def test_an_index_on_embedded_equals_one_on_files_record_for_record(work):
     fresh = load_config(vault, store=work / "fresh", environ=FILE_ENV)
     run_index(fresh, embedding_func=HashEmbedding().func())
     assert _embedded_snapshot(on_pg) == _as_pg(snapshot(fresh))
+
+
+def test_index_and_doctor_recommend_the_embedded_backend_for_a_large_vault_on_files(tmp_path, fast_embedding,
+                                                                                       monkeypatch):
+    from wikirag.cli import app
+    from wikirag.storage import settings as storage_settings
+
+    monkeypatch.setattr(storage_settings, "RECOMMEND_EMBEDDED_ABOVE", 40)  # the sample vault's 46 notes are "large"
+    vault = copy_vault(SAMPLE, tmp_path / "vault")
+    runner = CliRunner()
+    result = runner.invoke(app, ["index", str(vault), "--json"])
+    assert result.exit_code == 0, result.output
+    notes = json.loads(result.stdout)["notes_total"]  # the advice goes to stderr: --json stays one object
+    assert 'backend = "embedded"' in result.stderr and f"{notes} notes on the file store" in result.stderr
+    doctor = {c["name"]: c for c in json.loads(runner.invoke(app, ["doctor", str(vault), "--json"]).stdout)["checks"]}
+    assert doctor["vault"]["status"] == "warn" and 'backend = "embedded"' in doctor["vault"]["detail"]
+    monkeypatch.setattr(storage_settings, "RECOMMEND_EMBEDDED_ABOVE", notes)
+    assert 'backend = "embedded"' not in runner.invoke(app, ["index", str(vault)]).output

@@ -17,6 +17,7 @@ from wikirag.lightrag.engine import embedding_spec
 from wikirag.settings import WikiragConfig, workspace_name
 from wikirag.storage.ledger_store import ledger_store
 from wikirag.storage.postgres import StorageUnreachable, check_storage
+from wikirag.storage.settings import scale_advice
 
 Status = Literal["ok", "warn", "fail", "skip"]
 
@@ -50,6 +51,9 @@ def _vault(config: WikiragConfig) -> Check:
     detail = f"{len(vault.notes)} notes, {len(vault.attachments)} attachments read in {seconds:.2f} s"
     if problems:
         detail += f"; {problems} files with problems (`wikirag stats` lists them)"
+    advice = scale_advice(config.storage, len(vault.notes))
+    if advice:
+        status, detail = "warn", f"{detail}; {advice}"
     return Check("vault", status, detail)
 
 

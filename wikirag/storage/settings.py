@@ -294,6 +294,20 @@ def parse_dsn(dsn: str) -> tuple[dict[str, Any], str | None]:
 
 
 
+# Above this many notes the file store's whole-file loads and rewrites dominate every change (docs/storage.md,
+# "Large vaults"): `index` and `doctor` recommend the embedded backend.
+RECOMMEND_EMBEDDED_ABOVE = 2000
+
+
+def scale_advice(settings: StorageSettings, notes: int) -> str | None:
+    """One line recommending the embedded backend for a large vault on the file store, else None."""
+    if not settings.is_file or notes <= RECOMMEND_EMBEDDED_ABOVE:
+        return None
+    return (f"{notes:,} notes on the file store, which loads and rewrites LightRAG's files whole at every change: "
+            "set backend = \"embedded\" under [storage] in wikirag.toml (pip install 'wikirag[embedded]') to "
+            "write only what changed; see docs/storage.md")
+
+
 # A Unix socket path may hold about 104 bytes (macOS; 108 on Linux). A data folder deep in the file system
 # gets its socket in a private folder named for it under the runtime or temp folder instead.
 _SOCKET_PATH_MAX = 100
