@@ -2,11 +2,14 @@
 save -> queryable, cost-estimate and stats, cold and warm query, store size.
 
     python bench/scale.py --generate 13000 [--embedding hash]     # the zettelkasten shape (bench/zettel.py)
-    python bench/scale.py VAULT [--embedding local|hash] [--storage file|postgres] [--rounds 10]
+    python bench/scale.py VAULT [--embedding local|hash] [--storage file|postgres|embedded] [--rounds 10]
 
 Works on a copy of the vault (never edits yours) and a temporary store. `--embedding local` (default) is
 the offline MiniLM; `hash` an instant hashing embedding, for the pipeline's own figures. `--storage
-postgres` puts the index in a private PostgreSQL (pgvector) started for the run (tests/pgserver_fixture.py).
+postgres` puts the index in a private PostgreSQL (pgvector) started for the run (tests/pgserver_fixture.py);
+`--storage embedded` uses wikirag's own embedded backend (the server in the store folder, storage/embedded.py).
+Each figure prints wall time, CPU seconds (this process, or the child for fresh processes, plus the
+PostgreSQL server's processes when there is one) and the 1-minute load average: the machine may be shared.
 Index figures are timed inside this process (imports done); `cost-estimate`, `stats` and the cold query are
 whole `python -m wikirag.cli` / fresh-interpreter runs, start-up included, as a user would see them.
 Watch latency: from writing a note to the end of the batch that flushed it (what another process then
@@ -46,6 +49,42 @@ def _size_mb(folder: Path) -> float:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 1e6
 
 
+SERVER_DATA: list[Path] = []  # the data folder of the PostgreSQL server this run uses, if any
+
+
+def _server_cpu() -> float:
+    """CPU seconds of this run's PostgreSQL server so far: the postmaster, its live backends and (in the
+    postmaster's children_* times) the backends that have ended. Other servers on the machine are left out."""
+    if not SERVER_DATA:
+        return 0.0
+    import psutil
+
+    try:
+        master = psutil.Process(int((SERVER_DATA[0] / "postmaster.pid").read_text().split()[0]))
+        total = sum(master.cpu_times()[:4])
+        for child in master.children():
+            total += sum(child.cpu_times()[:2])
+    except (OSError, ValueError, psutil.Error):
+        return 0.0
+    return total
+
+
+class Cpu:
+    """CPU seconds spent between start and `str()`: this process, its finished children, the server."""
+
+    def __init__(self) -> None:
+        self.start = self._now()
+
+    @staticmethod
+    def _now() -> float:
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime + _server_cpu()
+
+    def __str__(self) -> str:
+        return f"CPU {self._now() - self.start:.1f} s, load {os.getloadavg()[0]:.1f}"
+
+
 def _p(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
@@ -53,10 +92,10 @@ def _p(values: list[float], q: float) -> float:
 
 def _cli(*args: str) -> float:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), Cpu()
     subprocess.run([sys.executable, "-m", "wikirag.cli", *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                    env=env, check=True)
-    return time.perf_counter() - started
+    return f"{time.perf_counter() - started:8.2f} s  ({cpu})"
 
 
 _COLD_QUERY = """
@@ -93,13 +132,13 @@ class Run:
 
     def index(self, label: str) -> dict:
         before = self.hash.texts if self.hash else 0
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), Cpu()
         report = run_index(self.config, **self.kwargs)
         seconds = time.perf_counter() - started
         texts = self.hash.texts - before if self.hash else report.embedding_texts
         extra = f", {texts / seconds:,.0f} texts/s" if texts else ""
         print(f"{label:<34} {seconds:8.2f} s  ({report.notes_indexed} notes indexed, "
-              f"{texts} texts embedded{extra}; peak RSS {_rss_mb():,.0f} MB)", flush=True)
+              f"{texts} texts embedded{extra}; peak RSS {_rss_mb():,.0f} MB; {cpu})", flush=True)
 
     def watch(self, rounds: int, quiet: float) -> list[float]:
         done: list[tuple[float, int]] = []
@@ -135,15 +174,15 @@ class Run:
             thread.join(120)
         return latencies
 
-    def fresh_process(self, call: str) -> float:
+    def fresh_process(self, call: str) -> str:
         """Wall time of a new interpreter that imports wikirag and makes `call` (what a CLI run costs)."""
         script = _COLD_QUERY.format(root=str(ROOT), hash=self.embedding == "hash", vault=str(self.vault),
                                     store=str(self.store), call=call)
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), Cpu()
         subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
-        return time.perf_counter() - started
+        return f"{time.perf_counter() - started:8.2f} s  ({cpu})"
 
-    def warm_query(self) -> float:
+    def warm_query(self) -> str:
         """A query against a store already open (as `wikirag mcp` keeps it), after one to warm up."""
         from wikirag.index.ledger import Ledger
         from wikirag.index.run import open_ledger_store
@@ -154,16 +193,17 @@ class Run:
             ledger = Ledger.load(open_ledger_store(self.config))
             async with open_engine(self.config, **self.kwargs) as rag:
                 await query_store(self.config, "warm up", context_only=True, rag=rag, ledger=ledger)
-                started = time.perf_counter()
+                started, cpu = time.perf_counter(), Cpu()
                 await query_store(self.config, "How do notes on attention and memory connect?", context_only=True,
                                   rag=rag, ledger=ledger)
-                return time.perf_counter() - started
+                return f"{time.perf_counter() - started:8.2f} s  ({cpu})"
 
         return asyncio.run(go())
 
 
 def run(vault: Path, embedding: str, storage: str, rounds: int, quiet: float) -> None:
     work = Path(tempfile.mkdtemp(prefix="wikirag-scale-"))
+    work.chmod(0o755)  # as root the embedded server runs as another user, who must reach its data folder
     server = None
     env: dict[str, str] = {}
     try:
@@ -175,34 +215,51 @@ def run(vault: Path, embedding: str, storage: str, rounds: int, quiet: float) ->
             env = server.env()
             os.environ.update(env)
             print(f"private {server.version} ({server.source}) started in {server.start_seconds:.2f} s")
+            SERVER_DATA.append(server.pgdata)
+        elif storage == "embedded":
+            env = {"WIKIRAG_STORAGE_BACKEND": "embedded"}
+            os.environ.update(env)  # fresh processes (edit, cold query) use it too
         notes = sum(1 for _ in copy.rglob("*.md"))
         files = sum(1 for p in copy.rglob("*") if p.is_file())
         print(f"vault: {notes} notes, {files - notes} other files; embedding {embedding}; storage {storage}")
         r = Run(copy, copy / ".wikirag", embedding, env)  # the default place: cost-estimate and stats find it
+        if storage == "embedded":
+            SERVER_DATA.append(Path(r.config.storage.data_dir))
         r.index("first index")
         r.index("no-change re-index")
         edited = sorted(copy.rglob("*.md"))[len(sorted(copy.rglob("*.md"))) // 2]
         edited.write_text(edited.read_text(encoding="utf-8") + "\nOne more sentence.\n", encoding="utf-8")
         r.index("one edited note (in-process)")
         edited.write_text(edited.read_text(encoding="utf-8") + "\nAnd another.\n", encoding="utf-8")
-        print(f"{'one edited note (fresh process)':<34} {r.fresh_process(_INDEX_CALL):8.2f} s  "
+        print(f"{'one edited note (fresh process)':<34} {r.fresh_process(_INDEX_CALL)}  "
               "(interpreter start and imports included)", flush=True)
         waiting = sum(f.read_text(encoding="utf-8").count(f"[[{missing_name(0)}]]") for f in copy.rglob("*.md"))
         (copy / f"{missing_name(0)}.md").write_text(f"# {missing_name(0)}\n\nIt finally exists.\n", encoding="utf-8")
         r.index(f"new note resolving {waiting} links")
+        cpu = Cpu()
         latencies = r.watch(rounds, quiet)
         print(f"{'watch save -> queryable':<34} p50 {statistics.median(latencies):.2f} s, p95 "
-              f"{_p(latencies, 0.95):.2f} s over {len(latencies)} saves (quiet period {quiet} s included)")
+              f"{_p(latencies, 0.95):.2f} s over {len(latencies)} saves (quiet period {quiet} s included; "
+              f"whole watch run {cpu})")
         if storage == "file":
-            print(f"{'cost-estimate (CLI, cold)':<34} {_cli('cost-estimate', str(copy), '--json'):8.2f} s")
-            print(f"{'stats (CLI, cold)':<34} {_cli('stats', str(copy), '--json'):8.2f} s")
-        print(f"{'query, cold process':<34} {r.fresh_process(_QUERY_CALL):8.2f} s")
-        print(f"{'query, warm':<34} {r.warm_query():8.2f} s")
+            print(f"{'cost-estimate (CLI, cold)':<34} {_cli('cost-estimate', str(copy), '--json')}")
+            print(f"{'stats (CLI, cold)':<34} {_cli('stats', str(copy), '--json')}")
+        print(f"{'query, cold process':<34} {r.fresh_process(_QUERY_CALL)}")
+        print(f"{'query, warm':<34} {r.warm_query()}")
+        if storage == "embedded":
+            from wikirag.storage.embedded import leave_all
+
+            leave_all()  # the server stops: the next query starts it, and stops it when it exits
+            print(f"{'query, cold process, server down':<34} {r.fresh_process(_QUERY_CALL)}")
         print(f"{'store on disk':<34} {_size_mb(copy / '.wikirag'):8.1f} MB" + (
-            "" if storage == "file" else " (local files only; the rows are in PostgreSQL)"))
+            " (local files only; the rows are in PostgreSQL)" if storage == "postgres" else ""))
     finally:
         if server is not None:
             server.stop()
+        if storage == "embedded":
+            from wikirag.storage.embedded import leave_all
+
+            leave_all()  # this process was the server's last client: it stops
         shutil.rmtree(work, ignore_errors=True)
 
 
@@ -211,7 +268,7 @@ def main() -> None:
     parser.add_argument("vault", nargs="?", type=Path)
     parser.add_argument("--generate", type=int, metavar="N", help="bench a generated N-note zettelkasten")
     parser.add_argument("--embedding", choices=["local", "hash"], default="local")
-    parser.add_argument("--storage", choices=["file", "postgres"], default="file")
+    parser.add_argument("--storage", choices=["file", "postgres", "embedded"], default="file")
     parser.add_argument("--rounds", type=int, default=10, help="watch saves to time")
     parser.add_argument("--quiet-seconds", type=float, default=0.5)
     args = parser.parse_args()

@@ -27,7 +27,7 @@ typer.rich_utils.COLOR_SYSTEM = None
 # These files talk to real servers (a llama.cpp LLM server, a private PostgreSQL with pgvector). Locally they
 # skip, saying why, when a package or server is missing; in CI (`WIKIRAG_REQUIRE_LIVE=1`, set by .ci/run) a
 # skip there is a failure, so a broken install can no longer turn them silently into skips.
-REQUIRED_LIVE = ("tests/test_live_llm.py", "tests/test_postgres.py")
+REQUIRED_LIVE = ("tests/test_live_llm.py", "tests/test_postgres.py", "tests/test_embedded.py")
 
 
 def pytest_runtest_makereport(item, call):  # noqa: ANN001, ANN201  (pytest hook)

@@ -316,7 +316,8 @@ def load_config(
         llm=sections["llm"],
         route=RouteSettings.from_mapping(file_values.get("route")),
         route_overrides=list(route_overrides or []),
-        storage=StorageSettings.from_mapping(file_values.get("storage"), env, (overrides or {}).get("storage")),
+        storage=StorageSettings.from_mapping(file_values.get("storage"), env, (overrides or {}).get("storage"))
+        .embedded_in(store_path / workspace),  # the embedded server's data folder: inside the workspace folder
         sections={k: v for k, v in file_values.items() if k in _OWN_MODULE_SECTIONS and isinstance(v, dict)},
     )
 

@@ -115,6 +115,7 @@ def index(
     """
     from wikirag.cli.render import render_index_report
     from wikirag.index.run import run_index
+    from wikirag.storage.settings import scale_advice
 
     try:
         config = build_config(vault, store=store, config_file=config_file, exclude=exclude, llm=llm,
@@ -137,6 +138,9 @@ def index(
         typer.echo(json.dumps(asdict(report), ensure_ascii=False, indent=2))
     else:
         render_index_report(report, Console())
+    advice = scale_advice(config.storage, report.notes_total)
+    if advice:
+        stderr_console().print(advice, markup=False)
 
 
 @app.command()

@@ -17,6 +17,7 @@ from wikirag.lightrag.engine import embedding_spec
 from wikirag.settings import WikiragConfig, workspace_name
 from wikirag.storage.ledger_store import ledger_store
 from wikirag.storage.postgres import StorageUnreachable, check_storage
+from wikirag.storage.settings import scale_advice
 
 Status = Literal["ok", "warn", "fail", "skip"]
 
@@ -50,6 +51,9 @@ def _vault(config: WikiragConfig) -> Check:
     detail = f"{len(vault.notes)} notes, {len(vault.attachments)} attachments read in {seconds:.2f} s"
     if problems:
         detail += f"; {problems} files with problems (`wikirag stats` lists them)"
+    advice = scale_advice(config.storage, len(vault.notes))
+    if advice:
+        status, detail = "warn", f"{detail}; {advice}"
     return Check("vault", status, detail)
 
 
@@ -139,7 +143,7 @@ def run_doctor(config: WikiragConfig, *, check_llm_call: bool = False) -> Doctor
     report.checks.append(_tokenizer(config))
     report.checks.append(_embedding(config))
     storage = [Check(name, status, detail) for name, status, detail in check_storage(config.storage)]
-    if config.storage.backend != "file" and config.workspace == workspace_name(config.vault):
+    if config.storage.backend not in ("file", "embedded") and config.workspace == workspace_name(config.vault):
         # On a shared server every vault folder called "Notes" would land in one workspace.
         storage.append(Check("workspace", "warn", f"{config.workspace!r} is the vault folder's name; on a shared "
                                                   "server set `workspace` in wikirag.toml to a unique name"))

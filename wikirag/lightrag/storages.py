@@ -41,6 +41,11 @@ def lightrag_env_vars(settings: StorageSettings) -> dict[str, str]:
         })
         if settings.sslmode:
             env["PGSSLMODE"] = settings.sslmode
+    if settings.embedded:
+        # No vector index unless asked for: an exact scan, as NanoVectorDB does, measured cheaper for a vault
+        # than maintaining HNSW (half the first index's CPU at 1,000 notes), and never cut short by HNSW's
+        # ef_search (40) below LightRAG's top_k (docs/storage.md). POSTGRES_VECTOR_INDEX_TYPE=HNSW restores it.
+        env["POSTGRES_VECTOR_INDEX_TYPE"] = os.environ.get("POSTGRES_VECTOR_INDEX_TYPE", "")
     return env
 
 
@@ -59,6 +64,10 @@ def lightrag_environment(settings: StorageSettings) -> Iterator[None]:
     different PostgreSQL connection settings in one process are refused, because LightRAG's pool is
     process-wide and would silently keep the first."""
     wanted = lightrag_env_vars(settings)
+    if settings.embedded:  # LightRAG's pool connects in initialize_storages: the private server must run
+        from wikirag.storage.embedded import ensure_server
+
+        ensure_server(settings)
     with _env_lock:
         active: dict[str, str] = _env_state["vars"] or {}
         if any(active.get(k, v) != v for k, v in wanted.items()):

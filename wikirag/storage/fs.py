@@ -28,7 +28,13 @@ STORE_FILE_PATTERNS = (
 
 # Ours too, but kept by `--rebuild`: the content-hash vector cache (lightrag.vector_cache). A vector depends
 # only on its text and the model, both in its key, so a rebuild re-embeds nothing it already has.
-KEPT_ACROSS_REBUILD = ("wikirag_vectors.sqlite", "wikirag_vectors.sqlite-wal", "wikirag_vectors.sqlite-shm")
+# The embedded PostgreSQL's data folder, its start/stop lock and its list of client processes
+# (storage/embedded.py) are kept too: a rebuild deletes the workspace's rows, as on any PostgreSQL.
+PGDATA_DIRNAME = "wikirag_pgdata"
+
+
+KEPT_ACROSS_REBUILD = ("wikirag_vectors.sqlite", "wikirag_vectors.sqlite-wal", "wikirag_vectors.sqlite-shm",
+                       PGDATA_DIRNAME, f"{PGDATA_DIRNAME}.lock", f"{PGDATA_DIRNAME}.clients")
 
 
 def is_store_file(path: Path) -> bool:

@@ -94,12 +94,17 @@ class PostgresLedgerStore:
         self._revision: int | None = None
 
     def exists(self) -> bool:
+        if _no_embedded_cluster(self.settings):
+            return False
         with connect(self.settings) as conn:
             return _ledger_tables_exist(conn) and conn.execute(
                 "SELECT 1 FROM wikirag_ledger WHERE workspace = %s", (self.workspace,)).fetchone() is not None
 
     def load(self) -> dict | None:
         """The document, or None when this workspace has none (reading creates no table)."""
+        if _no_embedded_cluster(self.settings):
+            self._known, self._revision = {}, 0
+            return None
         with connect(self.settings) as conn:
             head = None
             if _ledger_tables_exist(conn):
@@ -196,6 +201,11 @@ class PostgresLedgerStore:
             if _ledger_tables_exist(conn):
                 conn.execute("DELETE FROM wikirag_ledger WHERE workspace = %s", (self.workspace,))
         self._known, self._revision = {}, 0
+
+
+def _no_embedded_cluster(settings: StorageSettings) -> bool:
+    """An embedded store that was never created holds no ledger: say so without creating a cluster."""
+    return settings.embedded and not (Path(settings.data_dir) / "PG_VERSION").exists()
 
 
 def _encode(entry: Any) -> tuple[str, str]:

@@ -17,14 +17,19 @@ class StorageUnreachable(WikiragError):
     """The storage server cannot be reached or refuses us; the message says why in plain words."""
 
 
-def connect(settings: StorageSettings, *, autocommit: bool = False) -> Any:
+def connect(settings: StorageSettings, *, autocommit: bool = False, start: bool = True) -> Any:
     """A psycopg connection with the same settings LightRAG's pool uses (and no ~/.pgpass, which LightRAG's
-    pool cannot read either). Raises StorageUnreachable with a plain-words reason."""
+    pool cannot read either). Raises StorageUnreachable with a plain-words reason. On the embedded backend
+    the private server is started (or joined) first unless `start` is False."""
     try:
         import psycopg
     except ImportError:
         raise ConfigError("PostgreSQL storage needs wikirag's postgres extra: pip install 'wikirag[postgres]'") \
             from None
+    if settings.embedded and start:
+        from wikirag.storage.embedded import ensure_server
+
+        ensure_server(settings)
     params: dict[str, Any] = {
         "host": settings.host, "port": settings.port, "user": settings.user, "dbname": settings.database,
         "password": settings.password, "connect_timeout": CONNECT_TIMEOUT_S, "application_name": "wikirag",
@@ -108,7 +113,30 @@ def check_storage(settings: StorageSettings, workspace: str | None = None) -> li
         return checks
     if "psycopg[binary]" in missing:
         return checks
+    if settings.embedded:
+        if "pgserver" in missing:
+            return checks
+        checks.append(_check_embedded(settings))
+        if checks[-1][1] != "ok" or "not created yet" in checks[-1][2]:
+            return checks  # doctor creates no cluster: the first index does
     return checks + _check_postgres(settings, workspace)
+
+
+def _check_embedded(settings: StorageSettings) -> StorageCheck:
+    """The embedded server, in plain words: its version, data folder, size and who is using it."""
+    from wikirag.storage.embedded import server_version, status
+
+    try:
+        version, state = server_version(), status(settings)
+    except (OSError, WikiragError) as exc:
+        return ("embedded", "fail", f"{settings.target}: {exc}")
+    if not state["exists"]:
+        return ("embedded", "ok", f"{version} from pgserver; data folder {state['data_dir']} not created yet "
+                                  "(the first index creates it)")
+    running = (f"running (pid {state['pid']}, {state['clients']} wikirag process(es) using it)" if state["pid"]
+               else "stopped (the next command starts it)")
+    return ("embedded", "ok", f"{version} from pgserver; data folder {state['data_dir']}, "
+                              f"{state['bytes'] / 1e6:,.0f} MB; {running}")
 
 
 def _check_postgres(settings: StorageSettings, workspace: str | None) -> list[StorageCheck]:

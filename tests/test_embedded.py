@@ -1,0 +1,318 @@
+"""The embedded backend, live: `backend = "embedded"` starts a private PostgreSQL (pgserver's binaries) in the
+workspace folder, on a Unix socket only, shared by every wikirag process on that store and stopped by the
+last one. Real servers, real files, the CLI where a user would type a command. Skips (saying why) only where
+pgserver is not installed; CI turns such a skip into a failure (tests/conftest.py REQUIRED_LIVE)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.storekit import HashEmbedding, copy_vault, snapshot
+from wikirag.errors import ConfigError
+from wikirag.settings import load_config
+from wikirag.storage import embedded
+from wikirag.storage.fs import PGDATA_DIRNAME
+from wikirag.storage.postgres import connect
+from wikirag.storage.settings import StorageSettings
+
+pytest.importorskip("psycopg", reason="the postgres extra is not installed: pip install 'wikirag[embedded]'")
+pytest.importorskip("pgserver", reason="pgserver is not installed: pip install 'wikirag[embedded]'")
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "sample_vault"
+EMBEDDED_TOML = '[storage]\nbackend = "embedded"\n'
+FILE_ENV = {"WIKIRAG_STORAGE_BACKEND": "file"}  # the same vault on the file store, for comparison
+
+
+@pytest.fixture
+def work():
+    """A folder the server's user can reach: as root PostgreSQL runs as `postgres`, and pytest's tmp_path
+    sits in a 0700 folder of root's."""
+    folder = Path(tempfile.mkdtemp(prefix="wikirag-emb-"))
+    folder.chmod(0o755)
+    yield folder
+    embedded.leave_all()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def fast_embedding(monkeypatch):
+    from wikirag.lightrag import engine
+
+    monkeypatch.setattr(engine, "make_embedding_func", lambda spec, counter, base_url=None: HashEmbedding().func())
+
+
+def _embedded_vault(work: Path) -> Path:
+    vault = copy_vault(SAMPLE, work / "vault")
+    (vault / "wikirag.toml").write_text(EMBEDDED_TOML)
+    return vault
+
+
+def _rows(settings: StorageSettings, sql: str, *args) -> list[tuple]:
+    with connect(settings) as conn:
+        return conn.execute(sql, args).fetchall()
+
+
+def _server_pid(settings: StorageSettings) -> int | None:
+    return embedded._Server(settings).running_pid()
+
+
+# --- settings ---------------------------------------------------------------------------------------------
+
+
+def test_settings_place_the_server_in_the_workspace_folder_with_no_password_or_tcp(tmp_path):
+    vault = tmp_path / "Notes"
+    vault.mkdir()
+    for name in ("embedded", "embedded-postgres", "pgserver"):
+        env = {"WIKIRAG_STORAGE_BACKEND": name, "PGPASSWORD": "not-for-us", "POSTGRES_HOST": "db.example.org"}
+        config = load_config(vault, environ=env)
+        s = config.storage
+        assert s.backend == "embedded" and s.uses_postgres and s.embedded
+        assert Path(s.data_dir) == (config.workspace_dir / PGDATA_DIRNAME).resolve()
+        assert Path(s.data_dir).is_relative_to((vault / ".wikirag").resolve())  # hidden store, never the notes
+        assert s.host == s.data_dir or Path(s.host).name.startswith("wikirag-pg-")  # a long path: see below
+        assert s.password == "" and s.sslmode == "disable"
+        assert s.target == f"embedded PostgreSQL in {s.data_dir}"
+    # a store outside the vault keeps the server out of the vault too
+    outside = load_config(vault, store=tmp_path / "elsewhere", environ={"WIKIRAG_STORAGE_BACKEND": "embedded"})
+    assert not Path(outside.storage.data_dir).is_relative_to(vault.resolve())
+    # a data folder too deep for a socket path gets a private socket folder of its own
+    deep = tmp_path / ("d" * 90)
+    deep.mkdir()
+    s = load_config(deep, environ={"WIKIRAG_STORAGE_BACKEND": "embedded"}).storage
+    assert s.host != s.data_dir and Path(s.host).name.startswith("wikirag-pg-")
+    with pytest.raises(ConfigError, match="keeps all four storages"):
+        StorageSettings.from_mapping({"backend": "embedded", "graph": "neo4j"}, environ={})
+
+
+# --- the CLI end to end -------------------------------------------------------------------------------------
+
+
+def test_cli_index_query_edit_watch_rebuild_on_the_embedded_backend(work, fast_embedding):
+    from wikirag.cli import app
+    from wikirag.index.watch import watch_vault
+
+    runner = CliRunner()
+    vault = _embedded_vault(work)
+    config = load_config(vault)
+    settings = config.storage
+
+    result = runner.invoke(app, ["query", "Alan Turing", "--vault", str(vault), "--json", "--context-only"])
+    assert result.exit_code != 0 and not Path(settings.data_dir).exists()  # no index: nothing created
+
+    result = runner.invoke(app, ["index", str(vault), "--json"])
+    assert result.exit_code == 0, result.output
+    first = json.loads(result.stdout)
+    assert first["notes_indexed"] > 40 and (Path(settings.data_dir) / "PG_VERSION").exists()
+    assert not list(config.workspace_dir.glob("kv_store_*.json"))  # the records are in PostgreSQL
+    nodes = _rows(settings, "SELECT count(*) FROM lightrag_graph_nodes WHERE workspace = %s", config.workspace)
+    assert nodes == [(first["entities"],)]
+    # nothing listens on TCP: the server's only address is the socket in its data folder
+    assert _rows(settings, "SHOW listen_addresses") == [("",)]
+    assert (Path(settings.host) / ".s.PGSQL.5432").is_socket()
+
+    result = runner.invoke(app, ["query", "Who worked with Alan Turing?", "--vault", str(vault), "--json",
+                                 "--context-only"])
+    assert result.exit_code == 0, result.output
+    assert "Alan Turing.md" in result.stdout
+    for command in (["stats", str(vault), "--json"],
+                    ["export", "--vault", str(vault), "--output", str(work / "g.graphml")],
+                    ["search", "Bletchley", "--vault", str(vault), "--json"]):
+        result = runner.invoke(app, command)
+        assert result.exit_code == 0, (command, result.output)
+
+    turing = vault / "people" / "Alan Turing.md"
+    turing.write_text(turing.read_text() + "\nHe also met [[Claude Shannon]] in 1943.\n")
+    result = runner.invoke(app, ["index", str(vault), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["notes_changed"] == 1
+
+    batches: list = []
+    stop, ready = threading.Event(), threading.Event()
+    thread = threading.Thread(target=lambda: asyncio.run(watch_vault(
+        config, quiet_seconds=0.3, stop=stop, on_initial=lambda r: ready.set(), on_batch=batches.append,
+        poll_seconds=0.05, embedding_func=HashEmbedding().func())), daemon=True)
+    thread.start()
+    try:
+        assert ready.wait(60)
+        (vault / "concepts" / "Watched.md").write_text("# Watched\n\nSaved while [[Alan Turing]] was watched.\n")
+        deadline = time.monotonic() + 60
+        while not batches and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert batches and batches[0].notes_new == 1
+    finally:
+        stop.set()
+        thread.join(60)
+    assert _rows(settings, "SELECT count(*) FROM lightrag_doc_chunks WHERE workspace = %s AND file_path LIKE %s",
+                 config.workspace, "%Watched.md%")[0][0] >= 1
+
+    result = runner.invoke(app, ["doctor", str(vault), "--json"])
+    doctor = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
+    assert doctor["embedded"]["status"] == "ok" and settings.data_dir in doctor["embedded"]["detail"]
+    assert "PostgreSQL 16" in doctor["embedded"]["detail"] and "MB" in doctor["embedded"]["detail"]
+
+    result = runner.invoke(app, ["index", str(vault), "--rebuild", "--json"])
+    assert result.exit_code == 0, result.output
+    rebuilt = json.loads(result.stdout)
+    assert rebuilt["notes_indexed"] == first["notes_indexed"] + 1
+    nodes = _rows(settings, "SELECT count(*) FROM lightrag_graph_nodes WHERE workspace = %s", config.workspace)
+    assert nodes == [(rebuilt["entities"],)]  # the workspace's old rows went; the data folder stayed
+    assert embedded.leave(settings) is True and _server_pid(settings) is None  # the last client stops it
+
+
+# --- one server, several processes ----------------------------------------------------------------------
+
+
+_JOIN = """
+import sys, time
+sys.path.insert(0, {root!r})
+from pathlib import Path
+from wikirag.settings import load_config
+from wikirag.storage.postgres import connect
+settings = load_config(Path({vault!r})).storage
+with connect(settings) as conn:
+    print(conn.execute("SELECT pg_postmaster_start_time()::text").fetchone()[0], flush=True)
+time.sleep({linger})
+"""
+
+
+def _join_in_subprocess(vault: Path, linger: float = 0.0) -> subprocess.Popen:
+    script = _JOIN.format(root=str(ROOT), vault=str(vault), linger=linger)
+    return subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_two_processes_share_one_server_and_the_last_one_stops_it(work):
+    vault = _embedded_vault(work)
+    settings = load_config(vault).storage
+    other = _join_in_subprocess(vault, linger=30)
+    started = other.stdout.readline().strip()
+    assert started, other.stderr.read()
+    pid = _server_pid(settings)
+    # this process joins the running server rather than starting a second one
+    assert _rows(settings, "SELECT pg_postmaster_start_time()::text") == [(started,)]
+    assert _server_pid(settings) == pid and len(embedded._Server(settings).read_clients()) == 2
+    other.kill()  # kill -9: it cannot leave; the list forgets it when next read
+    other.wait(10)
+    assert len(embedded._Server(settings).read_clients()) == 1
+    assert embedded.leave(settings) is True and _server_pid(settings) is None
+
+    # a client that exits normally leaves, and being the last one, stops the server
+    done = _join_in_subprocess(vault)
+    assert done.wait(60) == 0, done.stderr.read()
+    assert _server_pid(settings) is None and embedded._Server(settings).read_clients() == []
+
+
+# --- crashes --------------------------------------------------------------------------------------------
+
+
+_INDEX = """
+import sys
+sys.path.insert(0, {root!r})
+from pathlib import Path
+from tests.storekit import HashEmbedding
+from wikirag.index.run import run_index
+from wikirag.settings import load_config
+run_index(load_config(Path({vault!r})), embedding_func=HashEmbedding().func())
+"""
+
+
+def test_kill_9_of_an_index_run_leaves_a_store_the_next_run_completes(work):
+    from bench.zettel import generate
+    from tests.test_postgres import _as_pg
+    from wikirag.index.run import run_index
+
+    vault = work / "vault"
+    generate(400, vault)
+    (vault / "wikirag.toml").write_text(EMBEDDED_TOML)
+    config = load_config(vault)
+    settings = config.storage
+    env = {**os.environ, "WIKIRAG_INDEX_BATCH_SIZE": "20"}  # many write-ahead batches to land in the middle of
+    proc = subprocess.Popen([sys.executable, "-c", _INDEX.format(root=str(ROOT), vault=str(vault))], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and proc.poll() is None:
+            if (Path(settings.data_dir) / "PG_VERSION").exists() and _chunks(settings, config.workspace) > 0:
+                break
+            time.sleep(0.05)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    assert proc.returncode == -signal.SIGKILL, "the run ended before the kill"
+    assert _server_pid(settings) is not None  # the killed run could not stop the server: it runs on
+
+    report = run_index(config, embedding_func=HashEmbedding().func())  # joins it and completes the run
+    assert report.notes_indexed > 0
+    fresh = load_config(vault, store=work / "file-store", environ=FILE_ENV)
+    run_index(fresh, embedding_func=HashEmbedding().func())
+    assert _embedded_snapshot(config) == _as_pg(snapshot(fresh))
+
+
+def _embedded_snapshot(config) -> dict:
+    """test_postgres's record-for-record snapshot of a PostgreSQL index, with the ledger read from the database
+    (there it reads a file-store ledger: its tests index PostgreSQL data beside a local ledger)."""
+    import tests.test_postgres as pg_tests
+    from wikirag.storage.ledger_store import PostgresLedgerStore
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(pg_tests, "ledger_doc", lambda _: PostgresLedgerStore(config.storage, config.workspace).load())
+        return pg_tests._pg_snapshot(config.storage, config)
+
+
+def _chunks(settings: StorageSettings, workspace: str) -> int:
+    try:
+        return _rows(settings, "SELECT count(*) FROM lightrag_doc_chunks WHERE workspace = %s", workspace)[0][0]
+    except Exception:  # the table does not exist yet
+        return 0
+
+
+# --- the same index as on files -------------------------------------------------------------------------
+
+
+def test_an_index_on_embedded_equals_one_on_files_record_for_record(work):
+    from tests.test_postgres import _as_pg, _edit
+    from wikirag.index.run import run_index
+
+    vault = _embedded_vault(work)
+    on_pg = load_config(vault)
+    run_index(on_pg, embedding_func=HashEmbedding().func())
+    on_file = load_config(vault, store=work / "file", environ=FILE_ENV)
+    run_index(on_file, embedding_func=HashEmbedding().func())
+    assert _embedded_snapshot(on_pg) == _as_pg(snapshot(on_file))
+
+    _edit(vault)
+    run_index(on_pg, embedding_func=HashEmbedding().func())
+    fresh = load_config(vault, store=work / "fresh", environ=FILE_ENV)
+    run_index(fresh, embedding_func=HashEmbedding().func())
+    assert _embedded_snapshot(on_pg) == _as_pg(snapshot(fresh))
+
+
+def test_index_and_doctor_recommend_the_embedded_backend_for_a_large_vault_on_files(tmp_path, fast_embedding,
+                                                                                       monkeypatch):
+    from wikirag.cli import app
+    from wikirag.storage import settings as storage_settings
+
+    monkeypatch.setattr(storage_settings, "RECOMMEND_EMBEDDED_ABOVE", 40)  # the sample vault's 46 notes are "large"
+    vault = copy_vault(SAMPLE, tmp_path / "vault")
+    runner = CliRunner()
+    result = runner.invoke(app, ["index", str(vault), "--json"])
+    assert result.exit_code == 0, result.output
+    notes = json.loads(result.stdout)["notes_total"]  # the advice goes to stderr: --json stays one object
+    assert 'backend = "embedded"' in result.stderr and f"{notes} notes on the file store" in result.stderr
+    doctor = {c["name"]: c for c in json.loads(runner.invoke(app, ["doctor", str(vault), "--json"]).stdout)["checks"]}
+    assert doctor["vault"]["status"] == "warn" and 'backend = "embedded"' in doctor["vault"]["detail"]
+    monkeypatch.setattr(storage_settings, "RECOMMEND_EMBEDDED_ABOVE", notes)
+    assert 'backend = "embedded"' not in runner.invoke(app, ["index", str(vault)]).output
