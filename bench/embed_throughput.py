@@ -146,7 +146,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--batch-size", type=int, help="embedder batch size (default: the embedder's own)")
-    parser.add_argument("--model", help="local model name (default: the embedder's own, all-MiniLM-L6-v2-onnx-int8)")
+    parser.add_argument("--model", help="local model name (default: the configured default's)")
     parser.add_argument("--embedder-file", type=Path, help="load MiniLMEmbedder from this file instead")
     parser.add_argument("--save", type=Path, help="write the collected texts here")
     parser.add_argument("--texts", type=Path, help="read collected texts from here instead of indexing")
@@ -173,7 +173,11 @@ def main() -> None:
     kwargs = {"threads": args.threads}
     if args.batch_size:
         kwargs["batch_size"] = args.batch_size
-    if args.model:
+    if args.embedder_file is None:
+        from wikirag.settings import EmbeddingSettings
+
+        kwargs["model"] = args.model or EmbeddingSettings().model.partition(":")[2]
+    elif args.model:
         kwargs["model"] = args.model
     embedder = cls(**kwargs)
     batch_size = getattr(embedder, "_batch_size", 16)
