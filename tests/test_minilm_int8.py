@@ -124,3 +124,12 @@ def test_a_store_refuses_the_other_local_model(tmp_path, monkeypatch):
     message = str(caught.value)
     assert "\n" not in message
     assert "all-MiniLM-L6-v2-onnx-int8" in message and MINILM_INT8_NAME in message and "--rebuild" in message
+
+
+def test_an_int8_vector_does_not_depend_on_its_batch(cache, monkeypatch):
+    """Activations are quantised with one scale per model input: a batch would leak neighbours into a vector."""
+    monkeypatch.setenv(minilm_int8.CACHE_ENV, str(cache))
+    embedder = MiniLMEmbedder(threads=1, model=MINILM_INT8_NAME)
+    alone = np.stack([embedder.embed([text])[0] for text in TEXTS])
+    together = embedder.embed([*TEXTS, "word " * 200, "short"])[: len(TEXTS)]
+    assert np.array_equal(alone, together)

@@ -121,6 +121,11 @@ class MiniLMEmbedder:
         self._batch_size = batch_size
         self._batch_tokens = batch_size * MINILM_WINDOW  # word-pieces (padding included) per model run
         self._max_rows = max(batch_size, 256)
+        if model == MINILM_INT8_NAME:
+            # Its activations are quantised with one scale per model input (min/max over the whole batch,
+            # padding included): batched, a text's vector would depend on its neighbours. One window per run
+            # keeps each text's vector its own (and feeds no padding).
+            self._max_rows = 1
         self._lock = threading.Lock()  # one inference at a time; onnxruntime already uses both cores
         self._queue_lock = threading.Lock()
         self._queue: list[_Request] = []
