@@ -1,6 +1,6 @@
 """Embedding throughput on the texts wikirag really embeds for a vault (structure-only index).
 
-    python bench/embed_throughput.py VAULT [--repeats 3] [--threads 2] [--batch-size N]
+    python bench/embed_throughput.py VAULT [--repeats 3] [--threads 2] [--batch-size N] [--model NAME]
                                           [--embedder-file OLD.py] [--save TEXTS.json | --texts TEXTS.json]
 
 The vault is indexed once into a temporary store with an instant hashing embedding that records every
@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import importlib.util
 import json
+import os
 import shutil
 import statistics
 import sys
@@ -145,6 +146,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--batch-size", type=int, help="embedder batch size (default: the embedder's own)")
+    parser.add_argument("--model", help="local model name (default: the configured default's)")
     parser.add_argument("--embedder-file", type=Path, help="load MiniLMEmbedder from this file instead")
     parser.add_argument("--save", type=Path, help="write the collected texts here")
     parser.add_argument("--texts", type=Path, help="read collected texts from here instead of indexing")
@@ -171,6 +173,12 @@ def main() -> None:
     kwargs = {"threads": args.threads}
     if args.batch_size:
         kwargs["batch_size"] = args.batch_size
+    if args.embedder_file is None:
+        from wikirag.settings import EmbeddingSettings
+
+        kwargs["model"] = args.model or EmbeddingSettings().model.partition(":")[2]
+    elif args.model:
+        kwargs["model"] = args.model
     embedder = cls(**kwargs)
     batch_size = getattr(embedder, "_batch_size", 16)
 
@@ -200,11 +208,11 @@ def main() -> None:
     if "calls" not in skip:
         seconds, cpu = timed(embedder, calls, args.repeats, in_flight=args.in_flight)
         print(f"  as LightRAG calls it: {seconds:7.2f} s  {len(texts) / seconds:7.1f} texts/s  "
-              f"{real / seconds:8,.0f} word-pieces/s  (CPU {cpu:.2f} s)")
+              f"{real / seconds:8,.0f} word-pieces/s  (CPU {cpu:.2f} s, {len(texts) / cpu:.1f} texts per CPU-s)")
     if "one" not in skip:
         seconds, cpu = timed(embedder, [texts], args.repeats)
         print(f"  one call:             {seconds:7.2f} s  {len(texts) / seconds:7.1f} texts/s  "
-              f"{real / seconds:8,.0f} word-pieces/s  (CPU {cpu:.2f} s)")
+              f"{real / seconds:8,.0f} word-pieces/s  (CPU {cpu:.2f} s, {len(texts) / cpu:.1f} texts per CPU-s)")
     if "kinds" not in skip:
         for kind, group in by_kind.items():
             if not group:
@@ -214,6 +222,7 @@ def main() -> None:
             print(f"  {kind:9} one call:   {seconds:7.2f} s  {len(group) / seconds:7.1f} texts/s  "
                   f"({len(group)} texts, {pieces / len(group):.0f} word-pieces each; CPU {cpu:.2f} s)")
     repeated = Counter(texts)
+    print("load average (1, 5, 15 min) at the end: " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
     print(f"repeats within this index run: {sum(n - 1 for n in repeated.values())} of {len(texts)} texts")
 
 

@@ -12,6 +12,13 @@ os.environ["NO_COLOR"] = "1"
 os.environ.pop("FORCE_COLOR", None)
 os.environ["TERM"] = "dumb"
 
+# The default embedder derives its int8 model file at first use: tests keep it in the temp folder (shared by
+# runs, checked by its sha256 sidecar like any cache), not in the user's cache folder.
+if "WIKIRAG_MODEL_CACHE" not in os.environ:
+    import tempfile
+
+    os.environ["WIKIRAG_MODEL_CACHE"] = str(Path(tempfile.gettempdir()) / "wikirag-test-models")
+
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))

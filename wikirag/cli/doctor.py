@@ -80,10 +80,10 @@ def _embedding(config: WikiragConfig) -> Check:
         from wikirag.lightrag.embeddings import shared_minilm
 
         started = time.perf_counter()
-        vector = shared_minilm().embed(["wikirag doctor checks the embedding model."])
+        vector = shared_minilm(spec.model).embed(["wikirag doctor checks the embedding model."])
         seconds = time.perf_counter() - started
     except Exception as exc:  # a broken install shows up here, in words
-        return Check("embedding", "fail", f"the offline MiniLM model could not run: {exc}")
+        return Check("embedding", "fail", f"the offline model {spec.model} could not run: {exc}")
     if vector.shape[1] != spec.dim:
         return Check("embedding", "fail", f"MiniLM gives {vector.shape[1]} dimensions, config says {spec.dim}")
     return Check("embedding", "ok", f"{spec.model} offline, {spec.dim} dims, first vector in {seconds:.2f} s")
@@ -102,7 +102,8 @@ def _store(config: WikiragConfig) -> Check:
     recorded, current = ledger.meta.get("embedding"), embedding_spec(config).identity
     if recorded and recorded != current:
         return Check("store", "fail", f"built with {recorded} but configured for {current}; "
-                                      "`wikirag index --rebuild` re-embeds")
+                                      "`wikirag index --rebuild` re-embeds, or set [embedding] model = "
+                                      f"\"{recorded.rsplit(':', 1)[0]}\"")
     pending = sum(1 for e in ledger.notes.values() if e.status == "pending_extraction")
     detail = f"{len(ledger.notes)} notes indexed in {store.location}"
     if pending:

@@ -54,7 +54,8 @@ def _check_store(ledger: Ledger, config: WikiragConfig) -> None:
     if recorded and recorded != current:
         raise StoreMismatch(
             f"{config.workspace_dir}: built with embedding {recorded}, this run uses {current}; "
-            "run `wikirag index --rebuild` to re-embed, or use another --store"
+            f"run `wikirag index --rebuild` to re-embed, set [embedding] model = \"{recorded.rsplit(':', 1)[0]}\" "
+            "to keep the store's model, or use another --store"
         )
 
 

