@@ -200,7 +200,7 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
         report.embedding_texts = counter.texts - texts_before
         fill_totals(report, ledger)
         if ledger.pending.empty():  # the search files and LightRAG's document rows follow the store
-            await sync_after_run(rag, ledger, config.workspace_dir, set(plan.to_process) | set(plan.deleted),
+            await sync_after_run(rag, ledger, config.workspace_dir,
                                  {"finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                   "notes_indexed": len(plan.to_process), "notes_deleted": len(plan.deleted)})
         if ledger.pending.empty():
