@@ -163,7 +163,7 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
             gc.freeze()  # vault, ledger and plan live to the end: later collections need not trace them
         if vault is None:  # writes only the rows of notes that changed
             save_parse_cache(config.workspace_dir, config.index.encoding, plan.vault.notes, plan.vault.digests,
-                             plan.body_tokens, cache, plan.vault.stats, plan.vault.clean)
+                             plan.body_tokens, cache, plan.vault.stats, plan.vault.clean, plan.figures)
         progress("scan", 1, 1)
         fill_plan_counts(report, plan, ledger)
         if budget_usd is not None and plan.llm_model:
