@@ -29,6 +29,7 @@ import numpy as np
 
 from wikirag.index.bm25 import bm25_weights, splice
 from wikirag.storage.fs import atomic_write_bytes
+from wikirag.vault.model import cyclic_gc_paused
 
 LEXICAL_FILENAME = "wikirag_lexical.npz"
 NAMES_FILENAME = "wikirag_names.json"
@@ -291,10 +292,13 @@ async def sync_after_run(rag: Any, ledger: Any, workspace_dir: Path, summary: di
     """The hook `index_vault` calls once the store is flushed: LightRAG's document rows, then the search files.
     Both follow the notes whose chunks differ from what the lexical index recorded at the last sync (so a run
     that died before this point is caught up by the next), or every note when there is no index yet."""
+    from wikirag.graph.records import doc_id_for
     from wikirag.lightrag.documents import sync_document_rows
 
     old = load_index(workspace_dir)
     dirty = dirty_notes(old, ledger)
     notes = {p: (e.doc_id, list(e.chunk_ids)) for p, e in ledger.notes.items() if dirty is None or p in dirty}
-    await sync_document_rows(rag, notes, None if dirty is None else {p for p in dirty if p not in ledger.notes})
-    await sync_search_files(rag, ledger, workspace_dir, summary, old, dirty)
+    gone = None if dirty is None else {doc_id_for(p) for p in dirty if p not in ledger.notes}
+    await sync_document_rows(rag, notes, gone)
+    with cyclic_gc_paused():  # the names and links tables: a dict per note, no cycles
+        await sync_search_files(rag, ledger, workspace_dir, summary, old, dirty)

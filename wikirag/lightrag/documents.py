@@ -19,22 +19,20 @@ def _now() -> str:
 
 
 async def sync_document_rows(rag: Any, notes: dict[str, tuple[str, list[str]]],
-                             gone_paths: set[str] | None = None) -> int:
-    """Write the doc rows of `notes` (path -> (doc id, chunk ids)) and delete those of `gone_paths`.
-    `gone_paths=None` reconciles the whole store instead: `notes` is then every note, rows missing are
+                             gone_docs: set[str] | None = None) -> int:
+    """Write the doc rows of `notes` (path -> (doc id, chunk ids)) and delete the rows `gone_docs` (doc ids).
+    `gone_docs=None` reconciles the whole store instead: `notes` is then every note, rows missing are
     written, rows of notes not in it are deleted. Returns how many rows were written."""
     import_guard()
     from lightrag.base import DocStatus
 
-    from wikirag.graph.records import doc_id_for
-
     by_doc = {doc_id: (path, chunks) for path, (doc_id, chunks) in notes.items() if doc_id}
     todo = sorted(by_doc)
-    if gone_paths is None:
+    if gone_docs is None:
         existing = await rag.doc_status.get_docs_by_statuses(list(DocStatus))
         gone = sorted(set(existing) - set(by_doc))
     else:
-        gone = sorted(doc_id_for(p) for p in gone_paths)
+        gone = sorted(gone_docs)
     if gone:
         await rag.doc_status.delete(gone)
         await rag.full_docs.delete(gone)

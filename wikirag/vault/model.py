@@ -238,9 +238,13 @@ def cyclic_gc_paused() -> Iterator[None]:
         if was_enabled:
             # Everything allocated meanwhile sits in the youngest generation, so the first allocation
             # after `enable` would trace all of it (~0.25 s for 10k notes). freeze + unfreeze moves it
-            # to the oldest generation in O(1) instead; a full collection still visits it later.
+            # to the oldest generation in O(1) instead; a full collection still visits it later. When a
+            # caller has frozen objects on purpose (a big run, index.run), unfreezing would hand them all
+            # back to the collector (a 1.5-million-object full collection): keep everything frozen then.
+            frozen = gc.get_freeze_count() > 0
             gc.freeze()
-            gc.unfreeze()
+            if not frozen:
+                gc.unfreeze()
             gc.enable()
 
 
