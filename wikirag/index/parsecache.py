@@ -63,7 +63,7 @@ def load_parse_cache(workspace_dir: Path, encoding: str) -> ParseCache:
                 return cache
             rows = conn.execute("SELECT path, digest, note, tokens FROM parsed_notes").fetchall()
             stats = conn.execute("SELECT path, size, mtime_ns, written_ns FROM parsed_stats").fetchall()
-            figures = conn.execute("SELECT path, digest, figures FROM parsed_figures").fetchall()
+            figures = conn.execute("SELECT path, digest, body, prose, covered FROM parsed_figures").fetchall()
         finally:
             conn.close()
         with cyclic_gc_paused():
@@ -71,7 +71,7 @@ def load_parse_cache(workspace_dir: Path, encoding: str) -> ParseCache:
                 cache[path] = (digest, _note_from_dict(json.loads(note)), tokens)
         cache.stats = {p: (size, mtime) for p, size, mtime, written in stats
                        if p in cache and mtime < written - RACY_NS}
-        cache.figures = {p: (digest, tuple(json.loads(f))) for p, digest, f in figures}
+        cache.figures = {p: (digest, (body, prose, covered)) for p, digest, body, prose, covered in figures}
     except (sqlite3.Error, ValueError, TypeError, KeyError):
         return ParseCache()
     return cache
@@ -105,9 +105,9 @@ def save_parse_cache(workspace_dir: Path, encoding: str, notes: dict[str, Parsed
             conn.executemany("DELETE FROM parsed_stats WHERE path = ?", gone)
             conn.executemany("DELETE FROM parsed_figures WHERE path = ?", gone)
             old_figures = getattr(cached, "figures", {})
-            conn.executemany("INSERT OR REPLACE INTO parsed_figures (path, digest, figures) VALUES (?, ?, ?)",
-                             [(p, digests[p], json.dumps(list(f))) for p, f in sorted((figures or {}).items())
-                              if p in notes and old_figures.get(p) != (digests[p], tuple(f))])
+            conn.executemany("INSERT OR REPLACE INTO parsed_figures (path, digest, body, prose, covered) "
+                             "VALUES (?, ?, ?, ?, ?)", [(p, digests[p], *f) for p, f in sorted((figures or {}).items())
+                                                        if p in notes and old_figures.get(p) != (digests[p], tuple(f))])
             conn.executemany("INSERT OR REPLACE INTO parsed_notes (path, digest, note, tokens) VALUES (?, ?, ?, ?)",
                              [(p, digests[p], json.dumps(asdict(notes[p]), ensure_ascii=False), body_tokens[p])
                               for p in changed])

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,7 +38,7 @@ from wikirag.settings import WikiragConfig
 from wikirag.storage.fs import wipe_store_files
 from wikirag.storage.ledger_store import drop_workspace, ledger_store
 from wikirag.storage.locks import writer_lock
-from wikirag.vault.model import Vault, cyclic_gc_paused
+from wikirag.vault.model import Vault, cyclic_gc_paused, freeze_long_lived, thaw_long_lived
 from wikirag.vault.read import scan_vault
 
 
@@ -138,6 +137,9 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
         if state is not None:  # the in-memory ledger may hold a half-applied batch: reload it next time
             state.ledger = state.plan = None
         raise
+    finally:
+        if state is not None:  # `watch` lives on: what this batch froze may be collected later
+            thaw_long_lived()
 
 
 async def _index(config: WikiragConfig, report: IndexReport, started: float, progress: Progress, rebuild: bool,
@@ -171,7 +173,7 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
         if state is not None:
             state.ledger, state.plan = ledger, plan
         if len(plan.vault.notes) > FREEZE_ABOVE:
-            gc.freeze()  # vault, ledger and plan live to the end: later collections need not trace them
+            freeze_long_lived()  # vault, ledger and plan live to the end: later collections need not trace them
         if vault is None:  # writes only the rows of notes that changed
             save_parse_cache(config.workspace_dir, config.index.encoding, plan.vault.notes, plan.vault.digests,
                              plan.body_tokens, cache, plan.vault.stats, plan.vault.clean, plan.figures)
@@ -196,7 +198,7 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
             rag = await stack.enter_async_context(open_store_engine(
                 config, embedding_counter=counter, llm_func=hinting, **engine_kwargs))
             if len(plan.vault.notes) > FREEZE_ABOVE:
-                gc.freeze()  # LightRAG's loaded stores live to the end too
+                freeze_long_lived()  # LightRAG's loaded stores live to the end too
         usage_before = _usage(hinting)
         live = live_run(plan, config, hinting, estimate=watching, batch=batch)
         api = None
@@ -212,7 +214,7 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
         report.embedding_calls = counter.calls - calls_before
         report.embedding_texts = counter.texts - texts_before
         if len(plan.vault.notes) > FREEZE_ABOVE:
-            gc.freeze()  # and the entity and relation indexes apply built
+            freeze_long_lived()  # and the entity and relation indexes apply built
         fill_totals(report, ledger)
         if ledger.pending.empty():  # the search files and LightRAG's document rows follow the store
             await sync_after_run(rag, ledger, config.workspace_dir,
