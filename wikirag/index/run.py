@@ -172,6 +172,7 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
         plan = plan_index(config, ledger, vault, cache, scan=scan, previous=state.plan if state else None)
         if state is not None:
             state.ledger, state.plan = ledger, plan
+            ledger.entity_index()  # built once, then kept current: each batch looks its names up
         if len(plan.vault.notes) > FREEZE_ABOVE:
             freeze_long_lived()  # vault, ledger and plan live to the end: later collections need not trace them
         if vault is None:  # writes only the rows of notes that changed
