@@ -137,9 +137,8 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
         if state is not None:  # the in-memory ledger may hold a half-applied batch: reload it next time
             state.ledger = state.plan = None
         raise
-    finally:
-        if state is not None:  # `watch` lives on: what this batch froze may be collected later
-            thaw_long_lived()
+    finally:  # the caller lives on (watch, a library): what this run froze and dropped in cycles (a LightRAG
+        thaw_long_lived()  # instance) must stay collectable; what is still alive just moves to the oldest generation
 
 
 async def _index(config: WikiragConfig, report: IndexReport, started: float, progress: Progress, rebuild: bool,

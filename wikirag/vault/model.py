@@ -260,8 +260,8 @@ def freeze_long_lived() -> None:
 
 
 def thaw_long_lived() -> None:
-    """Undo `freeze_long_lived` (a long-lived process such as `watch` between its batches): what the last
-    batch froze and has since dropped in cycles becomes collectable again."""
+    """Undo `freeze_long_lived` at the end of a run: what it froze and has since dropped in cycles becomes
+    collectable again (a process that runs again, such as `watch` between its batches, must not leak)."""
     global _KEEP_FROZEN
     if _KEEP_FROZEN:
         gc.unfreeze()
