@@ -582,3 +582,25 @@ def test_cost_estimate_shows_the_other_policy_gleaning_and_packing_side_by_side(
     data = json.loads(runner.invoke(app, ["cost-estimate", str(vault), "--json"]).stdout)
     assert data["alternatives"][0]["setting"] == '[route] policy = "links"'
     assert data["alternatives"][0]["wikirag"]["input_tokens"] == estimate.scenarios["wikirag"].input_tokens
+
+
+def test_one_memo_for_the_plan_and_its_alternatives_changes_no_figure(tmp_path):
+    """cost-estimate prices the vault four times with one EstimateMemo (chunk plans, sentence names, hints,
+    packs and routing figures done once): every figure equals four independent estimates'."""
+    from wikirag.plan.cost import alternatives, estimate_for_config
+    from wikirag.plan.cost_settings import CostSettings
+    from wikirag.plan.routing import route_vault
+    from wikirag.vault.model import Vault
+
+    vault_dir = copy_vault(SAMPLE, tmp_path / "vault")
+    for policy in ("links", "prose"):
+        (vault_dir / "wikirag.toml").write_text(f'[route]\npolicy = "{policy}"\n')
+        config = load_config(vault_dir, store=tmp_path / "store")
+        shared = estimate_for_config(config)
+        vault = Vault.load(vault_dir)
+        decisions = route_vault(vault, config.route, config.route_overrides, encoding=config.index.encoding)
+        settings = CostSettings.from_config(config)
+        alone = estimate_vault(vault, decisions, settings)
+        alone.alternatives = alternatives(vault, config, settings, decisions)
+        assert len(shared.alternatives) == 3
+        assert json.dumps(shared, default=vars) == json.dumps(alone, default=vars)

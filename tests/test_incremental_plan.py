@@ -43,3 +43,31 @@ def test_a_plan_from_the_previous_one_equals_a_fresh_plan(tmp_path: Path):
         fresh = plan_index(config, ledger, Vault.load(vault_dir))
         _same(incremental, fresh)
         previous = incremental
+
+
+def test_routing_figures_from_the_parse_cache_give_the_fresh_plan(tmp_path: Path, monkeypatch):
+    """A fresh `wikirag index` takes routing's character figures of unchanged notes from the parse cache and
+    measures only the notes whose text changed; the plan equals one measured from scratch."""
+    import wikirag.plan.routing as routing
+    from wikirag.index.parsecache import load_parse_cache, save_parse_cache
+
+    vault_dir = copy_vault(SAMPLE, tmp_path / "vault")
+    config = load_config(vault_dir, store=tmp_path / "store")
+    ledger = Ledger()
+    first = plan_index(config, ledger)
+    save_parse_cache(config.workspace_dir, config.index.encoding, first.vault.notes, first.vault.digests,
+                     first.body_tokens, None, first.vault.stats, first.vault.clean, first.figures)
+    notes = sorted(first.vault.notes)
+    (vault_dir / notes[0]).write_text("# Renamed\n\nA long paragraph of prose that no link explains, about many "
+                                      "things at once, with [[Nowhere yet]] at its end.\n\n## More\n\nMore prose.\n")
+    (vault_dir / "Nowhere yet.md").write_text("It exists now, see [[" + notes[1][:-3] + "]].\n")
+    measured: list[str] = []
+    real = routing.char_figures
+    monkeypatch.setattr(routing, "char_figures",
+                        lambda note, links=None: measured.append(note.path) or real(note, links))
+    cached = plan_index(config, ledger, cache=load_parse_cache(config.workspace_dir, config.index.encoding))
+    assert sorted(measured) == sorted([notes[0], "Nowhere yet.md"])
+    monkeypatch.undo()
+    fresh = plan_index(config, ledger)
+    _same(cached, fresh)
+    assert {p: d.features for p, d in cached.decisions.items()} == {p: d.features for p, d in fresh.decisions.items()}

@@ -108,6 +108,26 @@ def test_the_entity_and_relation_indexes_follow_every_change(tmp_path: Path):
     assert len(ledger.entity_index()) == len(entities)
 
 
+def test_fragments_of_some_names_equal_the_full_indexes(tmp_path: Path):
+    """A run that touches a few names reads their fragments in one pass instead of indexing every name;
+    what it finds (and the record counts) equals the indexes'."""
+    rng = random.Random(7)
+    ledger = Ledger.load(tmp_path / "ws")
+    names = [f"Note {i}" for i in range(40)] + ["Gap", "Other gap"]
+    for i in range(40):
+        ledger.notes[f"n{i}.md"] = _entry(i, rng.sample(names, rng.randint(0, 4)))
+    wanted = {"Note 3", "Gap", "Nobody"}
+    keys = {("Note 1", "Note 2"), *(tuple(sorted((f.src, f.tgt))) for f in ledger.notes["n5.md"].relations)}
+    assert not ledger.notes.indexed
+    entities, relations = ledger.fragments_of(wanted, keys)
+    counts = ledger.record_counts()
+    assert not ledger.notes.indexed  # one pass, no index built
+    full_e, full_r = ledger.entity_index(), ledger.relation_index()
+    assert _same(entities, {n: full_e[n] for n in wanted if n in full_e}) and "Nobody" not in entities
+    assert _same(relations, {k: full_r[k] for k in keys if k in full_r}) and relations
+    assert counts == (len(full_e), len(full_r)) == ledger.record_counts()
+
+
 def test_stats_graph_figures_from_the_ledger_equal_the_stores(tmp_path: Path):
     from tests.storekit import HashEmbedding, copy_vault
     from wikirag.index.run import run_index

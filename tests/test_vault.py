@@ -441,3 +441,26 @@ def test_random_bytes_without_nuls_are_skipped_but_latin1_text_is_read(tmp_path)
     assert noise_read.text is None and "control bytes" in noise_read.issues[0].message
     latin = read_note(tmp_path / "latin.md", "latin.md")
     assert latin.text is not None and latin.text.startswith("Caf\ufffd cr\ufffdme")
+
+
+def test_a_pause_of_the_collector_does_not_unfreeze_what_a_run_froze():
+    """A big run freezes its long-lived objects (index.run); a later cyclic_gc_paused block used to unfreeze
+    them all, handing 1.5 million objects back to the next full collection."""
+    import gc
+
+    from wikirag.vault.model import cyclic_gc_paused, freeze_long_lived, thaw_long_lived
+
+    kept = [[i] for i in range(1000)]
+    try:
+        freeze_long_lived()
+        frozen = gc.get_freeze_count()
+        assert frozen >= len(kept)
+        with cyclic_gc_paused():
+            more = [[i] for i in range(100)]
+        assert gc.get_freeze_count() >= frozen + len(more)
+    finally:
+        thaw_long_lived()
+    assert gc.get_freeze_count() == 0
+    with cyclic_gc_paused():
+        pass
+    assert gc.get_freeze_count() == 0

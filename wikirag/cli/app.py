@@ -289,8 +289,9 @@ def cost_estimate(
         estimate = estimate_cost(config, values)
     except WikiragError as exc:
         fail(str(exc))
-    if as_json:
-        typer.echo(json.dumps(asdict(estimate), ensure_ascii=False, indent=2))
+    if as_json:  # big vaults: megabytes of rows, written by the C encoder (no indent), no asdict deep copy
+        typer.echo(json.dumps(estimate, default=vars, ensure_ascii=False,
+                              indent=2 if estimate.note_count <= 2000 else None))
     elif as_csv:
         import csv
         import sys

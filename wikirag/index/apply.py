@@ -200,8 +200,7 @@ async def apply_pending(writer: StoreWriter, ledger: Ledger, pending: Pending, p
     await writer.delete_chunks(sorted(pending.delete_chunks))
     report.chunks_deleted += len(pending.delete_chunks)
 
-    entity_index = ledger.entity_index()
-    relation_index = ledger.relation_index()
+    entity_index, relation_index = ledger.fragments_of(pending.entities, pending.relations)
     relations, entities = sorted(pending.relations), sorted(pending.entities)
     gone_relations = [k for k in relations if k not in relation_index]
     await writer.delete_relations(gone_relations)

@@ -175,6 +175,10 @@ class NoteTable(dict):
         self._relations.add(path, relations)
         self._keys[path] = (set(entities), set(relations))
 
+    @property
+    def indexed(self) -> bool:
+        return self._entities is not None
+
     def indexes(self) -> tuple[_FragmentIndex, _FragmentIndex]:
         if self._entities is None or self._relations is None:
             self._entities, self._relations, self._keys = _FragmentIndex(), _FragmentIndex(), {}
@@ -287,6 +291,37 @@ class Ledger:
     def relation_index(self) -> Mapping[tuple[str, str], list[RelationFragment]]:
         with cyclic_gc_paused():
             return self.notes.indexes()[1]
+
+    INDEX_ABOVE = 2000  # touched names and relation keys above which building the full indexes pays
+
+    def fragments_of(self, names: set[str], keys: set[tuple[str, str]]) -> tuple[
+            dict[str, list[EntityFragment]], dict[tuple[str, str], list[RelationFragment]]]:
+        """Every note's fragments of just these entity names and relation keys (those no note holds are
+        absent). From the indexes when they are built (`watch` keeps them) or worth building; otherwise one
+        pass over the notes' fragments, so a run that touches a few names does not index 40,000."""
+        if self.notes.indexed or len(names) + len(keys) > self.INDEX_ABOVE:
+            entities, relations = self.entity_index(), self.relation_index()
+            return ({n: entities[n] for n in names if n in entities},
+                    {k: relations[k] for k in keys if k in relations})
+        found_e: dict[str, list[EntityFragment]] = {}
+        found_r: dict[tuple[str, str], list[RelationFragment]] = {}
+        for entry in self.notes.values():
+            for f in entry.entities:
+                if f.name in names:
+                    found_e.setdefault(f.name, []).append(f)
+            for r in entry.relations:
+                key = (r.src, r.tgt) if r.src <= r.tgt else (r.tgt, r.src)
+                if key in keys:
+                    found_r.setdefault(key, []).append(r)
+        return found_e, found_r
+
+    def record_counts(self) -> tuple[int, int]:
+        """How many entities and relations the store holds (distinct names and keys over all notes)."""
+        if self.notes.indexed:
+            return len(self.entity_index()), len(self.relation_index())
+        names = {f.name for e in self.notes.values() for f in e.entities}
+        keys = {(r.src, r.tgt) if r.src <= r.tgt else (r.tgt, r.src) for e in self.notes.values() for r in e.relations}
+        return len(names), len(keys)
 
 
 def _entry_to_dict(entry: NoteEntry) -> dict[str, Any]:

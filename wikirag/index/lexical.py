@@ -1,10 +1,11 @@
 """The lexical side of retrieval: a BM25 index of the store's chunks, and the small names table queries read.
 
-Both are derived files in the workspace folder, rebuilt from the store after every `index`/`watch` run
-(`sync_search_files`), so a crash can only leave them one run behind, never wrong for long:
-- `wikirag_lexical.npz`: per chunk its id, note and heading, its token ids (so a run re-tokenizes only new
-  chunks), and the BM25 term x chunk weights `bm25s` computed (CSC). Queries read the weights with numpy
-  alone: scoring is a sum over the question's terms, no `bm25s` import on the query path.
+Both are derived files in the workspace folder, brought in step with the store after every `index`/`watch`
+run (`sync_after_run`), so a crash can only leave them one run behind, never wrong for long:
+- `wikirag_lexical.npz`: per chunk its id, note and heading, its token ids, per note the digest of its chunks
+  as of the last sync (so a run re-reads and re-tokenizes only the notes whose chunks changed), and the BM25
+  term x chunk weights (CSC, bm25s's Lucene formula recomputed from the arrays by index.bm25). Queries read
+  the weights with numpy alone: scoring is a sum over the question's terms.
 - `wikirag_names.json`: per note its title, aliases, entity names, tags and status: what keyword matching,
   note resolution and `status` need, without loading the whole ledger.
 
@@ -19,19 +20,21 @@ import io
 import json
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from wikirag.index.bm25 import bm25_weights, splice
 from wikirag.storage.fs import atomic_write_bytes
+from wikirag.vault.model import cyclic_gc_paused
 
 LEXICAL_FILENAME = "wikirag_lexical.npz"
 NAMES_FILENAME = "wikirag_names.json"
 LINKS_FILENAME = "wikirag_links.json"
-LEXICAL_VERSION = 1
+LEXICAL_VERSION = 2  # 2: per-note chunk digests (incremental sync)
 BM25_K1, BM25_B = 1.5, 0.75
 
 CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
@@ -96,6 +99,8 @@ class LexicalIndex:
     data: np.ndarray
     indices: np.ndarray
     indptr: np.ndarray
+    # per note its chunks' digest when last synced (index.ledger.chunks_digest): what the next sync compares
+    note_keys: dict[str, str] = field(default_factory=dict)
     _vocab_index: dict[str, int] | None = None
 
     @property
@@ -131,39 +136,36 @@ class LexicalIndex:
 
 
 def build_index(chunks: list[tuple[str, str, str, list[str]]]) -> LexicalIndex:
-    """BM25 weights (`bm25s`, Lucene variant) over (chunk id, note path, heading, tokens) rows."""
-    import logging
+    """BM25 weights (bm25s's Lucene variant, index.bm25) over (chunk id, note path, heading, tokens) rows."""
+    empty = LexicalIndex([], [], [], [], np.zeros(0, np.int32), np.zeros(1, np.int64), *_NO_WEIGHTS())
+    return update_index(empty, [(c[0], c[1], c[2]) for c in chunks], [c[3] for c in chunks],
+                        list(range(-1, -len(chunks) - 1, -1)))
 
-    import bm25s  # only the index run pays for this import
 
-    logging.getLogger("bm25s").setLevel(logging.WARNING)
+def _NO_WEIGHTS() -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # noqa: N802
+    return np.zeros(0, np.float32), np.zeros(0, np.int32), np.zeros(1, np.int64)
 
-    vocab_index: dict[str, int] = {}
-    ids_per_chunk = [[vocab_index.setdefault(t, len(vocab_index)) for t in tokens] for *_, tokens in chunks]
-    offsets = np.zeros(len(chunks) + 1, dtype=np.int64)
-    offsets[1:] = np.cumsum([len(ids) for ids in ids_per_chunk])
-    token_ids = np.fromiter((t for ids in ids_per_chunk for t in ids), dtype=np.int32, count=int(offsets[-1]))
-    vocab = list(vocab_index)
-    if chunks and vocab:
-        retriever = bm25s.BM25(k1=BM25_K1, b=BM25_B)
-        retriever.index(bm25s.tokenization.Tokenized(ids=ids_per_chunk, vocab=vocab_index), show_progress=False)
-        scores = retriever.scores
-        data = np.asarray(scores["data"], dtype=np.float32)
-        indices = np.asarray(scores["indices"], dtype=np.int32)
-        indptr = np.asarray(scores["indptr"], dtype=np.int64)
-    else:
-        data, indices, indptr = np.zeros(0, np.float32), np.zeros(0, np.int32), np.zeros(len(vocab) + 1, np.int64)
-    return LexicalIndex([c[0] for c in chunks], [c[1] for c in chunks], [c[2] for c in chunks], vocab,
-                        token_ids, offsets, data, indices, indptr)
+
+def update_index(old: LexicalIndex, rows: list[tuple[str, str, str]], added: list[list[str]],
+                 layout: list[int], note_keys: dict[str, str] | None = None) -> LexicalIndex:
+    """The index of chunks `rows` (id, note path, heading), in that order: `layout[i]` >= 0 reuses old chunk
+    layout[i]'s tokens, -1-j takes `added[j]`. Only the added chunks cost Python work; the rest is numpy."""
+    token_ids, offsets, vocab = splice(old.token_ids, old.offsets, old.vocab, added, layout)
+    data, indices, indptr = bm25_weights(token_ids, offsets, len(vocab), BM25_K1, BM25_B)
+    return LexicalIndex([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], vocab, token_ids,
+                        offsets, data, indices, indptr, dict(note_keys or {}))
 
 
 def save_index(index: LexicalIndex, workspace_dir: Path) -> None:
     buffer = io.BytesIO()
+    keys = sorted(index.note_keys.items())
     np.savez(buffer, meta=np.frombuffer(json.dumps({"version": LEXICAL_VERSION, "chunks": index.size,
-                                                    "vocab": len(index.vocab)}).encode(), dtype=np.uint8),
+                                                    "vocab": len(index.vocab), "notes": len(keys)}).encode(),
+                                        dtype=np.uint8),
              chunk_ids=_join(index.chunk_ids), chunk_paths=_join(index.chunk_paths), headings=_join(index.headings),
              vocab=_join(index.vocab), token_ids=index.token_ids, offsets=index.offsets, data=index.data,
-             indices=index.indices, indptr=index.indptr)
+             indices=index.indices, indptr=index.indptr, note_paths=_join([p for p, _ in keys]),
+             note_keys=_join([k for _, k in keys]))
     atomic_write_bytes(workspace_dir / LEXICAL_FILENAME, buffer.getvalue())
 
 
@@ -177,10 +179,11 @@ def load_index(workspace_dir: Path) -> LexicalIndex | None:
             meta = json.loads(npz["meta"].tobytes())
             if meta.get("version") != LEXICAL_VERSION:
                 return None
-            n, v = meta["chunks"], meta["vocab"]
+            n, v, k = meta["chunks"], meta["vocab"], meta["notes"]
+            keys = dict(zip(_split(npz["note_paths"], k), _split(npz["note_keys"], k), strict=True))
             return LexicalIndex(_split(npz["chunk_ids"], n), _split(npz["chunk_paths"], n),
                                 _split(npz["headings"], n), _split(npz["vocab"], v), npz["token_ids"],
-                                npz["offsets"], npz["data"], npz["indices"], npz["indptr"])
+                                npz["offsets"], npz["data"], npz["indices"], npz["indptr"], keys)
     except (OSError, ValueError, KeyError):
         return None
 
@@ -221,43 +224,81 @@ def _heading_text(heading: Any) -> str:
     return str(heading or "")
 
 
-async def sync_search_files(rag: Any, ledger: Any, workspace_dir: Path, last_run: dict[str, Any] | None = None) -> None:
+def _note_key(entry: Any) -> str:
+    return entry.chunk_digest or " ".join(entry.chunk_ids)  # chunk_digest: ids, order, headings, path
+
+
+async def _fetch_chunks(rag: Any, ids: list[str]) -> dict[str, tuple[str, list[str]]]:
+    """Heading text and search tokens of chunks, read from LightRAG's chunk store (any backend)."""
+    out: dict[str, tuple[str, list[str]]] = {}
+    for start in range(0, len(ids), 1000):
+        batch = ids[start:start + 1000]
+        for cid, record in zip(batch, await rag.text_chunks.get_by_ids(batch), strict=True):
+            if record:
+                heading = _heading_text(record.get("heading"))
+                out[cid] = (heading, tokenize(f"{heading}\n{record.get('content', '')}"))
+    return out
+
+
+async def sync_search_files(rag: Any, ledger: Any, workspace_dir: Path, last_run: dict[str, Any] | None = None,
+                            old: LexicalIndex | None = None, dirty: set[str] | None = None) -> None:
     """Bring the lexical index and the names table in step with the ledger's chunks.
 
-    Chunks already indexed keep their tokens; new ones are read from LightRAG's chunk store (any backend)
-    and tokenized. BM25 has no incremental add, so the weights are recomputed (about a second at 10k chunks).
+    The index records each note's chunk digest as of its last sync: notes whose digest differs (`dirty`, or
+    all without an `old` index) have their chunks read from LightRAG's store and tokenized again; the others
+    keep their tokens, and the weights are recomputed from the arrays (index.bm25). A note with a chunk
+    missing from the store is recorded unsynced, so the next run tries again.
     """
     from wikirag.storage.fs import atomic_write_text
 
-    old = load_index(workspace_dir)
-    known = {cid: i for i, cid in enumerate(old.chunk_ids)} if old else {}
+    keys = {p: _note_key(e) for p, e in ledger.notes.items()}
+    if old is None or dirty is None:
+        old = build_index([])
+        dirty = set(keys)
+    position = {cid: i for i, cid in enumerate(old.chunk_ids)}
     wanted = [(cid, path) for path, entry in sorted(ledger.notes.items()) for cid in entry.chunk_ids]
-    missing = [cid for cid, _ in wanted if cid not in known]
-    fetched: dict[str, dict[str, Any]] = {}
-    for start in range(0, len(missing), 1000):
-        ids = missing[start:start + 1000]
-        for cid, record in zip(ids, await rag.text_chunks.get_by_ids(ids), strict=True):
-            if record:
-                fetched[cid] = record
-    rows = []
+    fetched = await _fetch_chunks(rag, [cid for cid, path in wanted if path in dirty or cid not in position])
+    rows: list[tuple[str, str, str]] = []
+    added: list[list[str]] = []
+    layout: list[int] = []
     for cid, path in wanted:
-        if cid in known:
-            i = known[cid]
-            rows.append((cid, path, old.headings[i], old.tokens_of(i)))
+        if path not in dirty and cid in position:
+            i = position[cid]
+            layout.append(i)
+            rows.append((cid, path, old.headings[i]))
         elif cid in fetched:
-            record = fetched[cid]
-            heading = _heading_text(record.get("heading"))
-            rows.append((cid, path, heading, tokenize(f"{heading}\n{record.get('content', '')}")))
-    save_index(build_index(rows), workspace_dir)
+            heading, tokens = fetched[cid]
+            layout.append(-1 - len(added))
+            added.append(tokens)
+            rows.append((cid, path, heading))
+        else:
+            keys[path] = ""
+    save_index(update_index(old, rows, added, layout, keys), workspace_dir)
     table = {"version": LEXICAL_VERSION, "last_run": last_run or {}, "notes": names_table(ledger)}
     atomic_write_text(workspace_dir / LINKS_FILENAME, json.dumps(links_table(ledger), ensure_ascii=False))
     atomic_write_text(workspace_dir / NAMES_FILENAME, json.dumps(table, ensure_ascii=False))
 
 
-async def sync_after_run(rag: Any, ledger: Any, workspace_dir: Path, changed: set[str],
-                         summary: dict[str, Any]) -> None:
-    """The hook `index_vault` calls once the store is flushed: LightRAG's document rows, then the search files."""
+def dirty_notes(old: LexicalIndex | None, ledger: Any) -> set[str] | None:
+    """The notes whose chunks differ from what `old` recorded (gone notes included); None without an index."""
+    if old is None:
+        return None
+    current = ledger.notes
+    dirty = {p for p, e in current.items() if old.note_keys.get(p) != _note_key(e)}
+    return dirty | {p for p in old.note_keys if p not in current}
+
+
+async def sync_after_run(rag: Any, ledger: Any, workspace_dir: Path, summary: dict[str, Any]) -> None:
+    """The hook `index_vault` calls once the store is flushed: LightRAG's document rows, then the search files.
+    Both follow the notes whose chunks differ from what the lexical index recorded at the last sync (so a run
+    that died before this point is caught up by the next), or every note when there is no index yet."""
+    from wikirag.graph.records import doc_id_for
     from wikirag.lightrag.documents import sync_document_rows
 
-    await sync_document_rows(rag, {p: (e.doc_id, list(e.chunk_ids)) for p, e in ledger.notes.items()}, changed)
-    await sync_search_files(rag, ledger, workspace_dir, summary)
+    old = load_index(workspace_dir)
+    dirty = dirty_notes(old, ledger)
+    notes = {p: (e.doc_id, list(e.chunk_ids)) for p, e in ledger.notes.items() if dirty is None or p in dirty}
+    gone = None if dirty is None else {doc_id_for(p) for p in dirty if p not in ledger.notes}
+    await sync_document_rows(rag, notes, gone)
+    with cyclic_gc_paused():  # the names and links tables: a dict per note, no cycles
+        await sync_search_files(rag, ledger, workspace_dir, summary, old, dirty)

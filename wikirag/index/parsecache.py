@@ -27,11 +27,17 @@ RACY_NS = 2_000_000_000  # a file modified this close before its row was written
 
 class ParseCache(dict):
     """path -> (digest, parsed note, body tokens); `stats` holds path -> (size, mtime_ns) for the rows whose
-    stat data can be trusted in place of reading the file."""
+    stat data can be trusted in place of reading the file; `figures` path -> (digest, routing's character
+    figures of that text: plan.routing.char_figures)."""
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
         self.stats: dict[str, tuple[int, int]] = {}
+        self.figures: dict[str, tuple[str, tuple[int, int, int]]] = {}
+
+    def valid_figures(self, digests: dict[str, str]) -> dict[str, tuple[int, int, int]]:
+        """The figures still valid for the notes' current digests."""
+        return {p: f for p, (d, f) in self.figures.items() if digests.get(p) == d}
 
 
 def _note_from_dict(data: dict) -> ParsedNote:
@@ -57,6 +63,7 @@ def load_parse_cache(workspace_dir: Path, encoding: str) -> ParseCache:
                 return cache
             rows = conn.execute("SELECT path, digest, note, tokens FROM parsed_notes").fetchall()
             stats = conn.execute("SELECT path, size, mtime_ns, written_ns FROM parsed_stats").fetchall()
+            figures = conn.execute("SELECT path, digest, body, prose, covered FROM parsed_figures").fetchall()
         finally:
             conn.close()
         with cyclic_gc_paused():
@@ -64,6 +71,7 @@ def load_parse_cache(workspace_dir: Path, encoding: str) -> ParseCache:
                 cache[path] = (digest, _note_from_dict(json.loads(note)), tokens)
         cache.stats = {p: (size, mtime) for p, size, mtime, written in stats
                        if p in cache and mtime < written - RACY_NS}
+        cache.figures = {p: (digest, (body, prose, covered)) for p, digest, body, prose, covered in figures}
     except (sqlite3.Error, ValueError, TypeError, KeyError):
         return ParseCache()
     return cache
@@ -71,10 +79,12 @@ def load_parse_cache(workspace_dir: Path, encoding: str) -> ParseCache:
 
 def save_parse_cache(workspace_dir: Path, encoding: str, notes: dict[str, ParsedNote], digests: dict[str, str],
                      body_tokens: dict[str, int], cached: dict[str, tuple] | None = None,
-                     stats: dict[str, tuple[int, int]] | None = None, unread_ok: set[str] | None = None) -> int:
+                     stats: dict[str, tuple[int, int]] | None = None, unread_ok: set[str] | None = None,
+                     figures: dict[str, tuple[int, int, int]] | None = None) -> int:
     """Write the rows whose digest differs from `cached` (the rows loaded) and delete the notes gone; returns
     the rows written. `stats` (path -> size, mtime_ns as scanned) is recorded for the notes in `unread_ok`
-    (read without problems), the only ones a later run may take from their stat data."""
+    (read without problems), the only ones a later run may take from their stat data. `figures` (path ->
+    routing's character figures of the note's current text) is recorded where the cache lacks it."""
     cached = cached or {}
     unread_ok = unread_ok or set()
     stats = stats or {}
@@ -86,12 +96,18 @@ def save_parse_cache(workspace_dir: Path, encoding: str, notes: dict[str, Parsed
             if get_doc(conn, "parse_cache") != _key(encoding):
                 conn.execute("DELETE FROM parsed_notes")
                 conn.execute("DELETE FROM parsed_stats")
+                conn.execute("DELETE FROM parsed_figures")
                 cached = {}
                 put_doc(conn, "parse_cache", _key(encoding))
             changed = [p for p in notes if p in body_tokens and (p not in cached or cached[p][0] != digests[p])]
             gone = [(p,) for p in cached if p not in notes]
             conn.executemany("DELETE FROM parsed_notes WHERE path = ?", gone)
             conn.executemany("DELETE FROM parsed_stats WHERE path = ?", gone)
+            conn.executemany("DELETE FROM parsed_figures WHERE path = ?", gone)
+            old_figures = getattr(cached, "figures", {})
+            conn.executemany("INSERT OR REPLACE INTO parsed_figures (path, digest, body, prose, covered) "
+                             "VALUES (?, ?, ?, ?, ?)", [(p, digests[p], *f) for p, f in sorted((figures or {}).items())
+                                                        if p in notes and old_figures.get(p) != (digests[p], tuple(f))])
             conn.executemany("INSERT OR REPLACE INTO parsed_notes (path, digest, note, tokens) VALUES (?, ?, ?, ?)",
                              [(p, digests[p], json.dumps(asdict(notes[p]), ensure_ascii=False), body_tokens[p])
                               for p in changed])

@@ -44,6 +44,7 @@ class Plan:
     skipped: list[str] = field(default_factory=list)
     deferred: set[str] = field(default_factory=set)  # extract-routed notes left pending by --budget
     body_tokens: dict[str, int] = field(default_factory=dict)
+    figures: dict[str, tuple[int, int, int]] = field(default_factory=dict)  # routing's, per note (parsecache)
     names_digest: str = ""  # every note's names, types and aliases: what name hygiene depends on
 
     def extracting(self, path: str) -> bool:
@@ -135,10 +136,13 @@ def plan_index(config: WikiragConfig, ledger: Ledger, vault: Vault | None = None
         decisions.update(route_vault(_Part(vault, again), config.route, config.route_overrides,
                                      encoding=config.index.encoding, body_tokens=body_tokens))
         decisions = dict(sorted(decisions.items()))
-    else:
+        figures: dict[str, tuple[int, int, int]] = {}
+    else:  # the character figures of notes whose text the cache knows are not measured again
+        figures = cache.valid_figures(vault.digests) if hasattr(cache, "valid_figures") else {}
         decisions = route_vault(vault, config.route, config.route_overrides, encoding=config.index.encoding,
-                                body_tokens=body_tokens)
-    plan = Plan(vault, names, unresolved, {}, decisions, llm_model=config.llm.model, body_tokens=body_tokens)
+                                body_tokens=body_tokens, figures=figures)
+    plan = Plan(vault, names, unresolved, {}, decisions, llm_model=config.llm.model, body_tokens=body_tokens,
+                figures=figures)
     default_type = config.index.default_note_type
     if plan.llm_model:  # hygiene depends on every note's names and types, kept apart from the signatures
         plan.names_digest = stable_digest(sorted(

@@ -10,27 +10,38 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from wikirag.index.parsecache import load_parse_cache
+from wikirag.index.parsecache import ParseCache, load_parse_cache
 from wikirag.lightrag.tokens import get_encoding
 from wikirag.settings import WikiragConfig
-from wikirag.vault.model import Vault
+from wikirag.vault.model import Vault, cyclic_gc_paused
 
 
-def read_vault(config: WikiragConfig, exclude: Sequence[str] | None = None) -> tuple[Vault, dict[str, int]]:
+def read_vault(config: WikiragConfig, exclude: Sequence[str] | None = None,
+               cache: ParseCache | None = None) -> tuple[Vault, dict[str, int]]:
     """The parsed vault and each note's body tokens (as routing counts them), from the cache where valid."""
-    cache = load_parse_cache(config.workspace_dir, config.index.encoding)
-    vault = Vault.load(config.vault, exclude=config.exclude if exclude is None else exclude,
-                       parsed={p: (d, n) for p, (d, n, _) in cache.items()}, trusted=cache.stats)
-    encoder = get_encoding(config.index.encoding)
-    tokens = {p: cached[2] if (cached := cache.get(p)) and cached[0] == vault.digests[p]
-              else len(encoder.encode_ordinary(note.body.strip())) for p, note in vault.notes.items()}
-    return vault, tokens
+    with cyclic_gc_paused():
+        cache = cache if cache is not None else load_parse_cache(config.workspace_dir, config.index.encoding)
+        vault = Vault.load(config.vault, exclude=config.exclude if exclude is None else exclude,
+                           parsed={p: (d, n) for p, (d, n, _) in cache.items()}, trusted=cache.stats)
+        encoder = None
+        tokens = {}
+        for p, note in vault.notes.items():
+            cached = cache.get(p)
+            if cached and cached[0] == vault.digests[p]:
+                tokens[p] = cached[2]
+            else:  # tiktoken's table loads only when a note changed since the cache was written
+                encoder = encoder or get_encoding(config.index.encoding)
+                tokens[p] = len(encoder.encode_ordinary(note.body.strip()))
+        return vault, tokens
 
 
 def estimate_cost(config: WikiragConfig, values: dict[str, Any] | None = None) -> Any:
     """`wikirag cost-estimate`: plan.cost.estimate_for_config on the cached read of the vault."""
     from wikirag.plan.cost import estimate_for_config
 
-    vault, tokens = read_vault(config)
-    return estimate_for_config(config, values, vault=vault, body_tokens=tokens)
+    with cyclic_gc_paused():  # a million long-lived objects (vault, per-note rows), no cycles: see vault.model
+        cache = load_parse_cache(config.workspace_dir, config.index.encoding)
+        vault, tokens = read_vault(config, cache=cache)
+        return estimate_for_config(config, values, vault=vault, body_tokens=tokens,
+                                   figures=cache.valid_figures(vault.digests))
 

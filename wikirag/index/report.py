@@ -83,7 +83,6 @@ def issue_lines(vault: Vault) -> list[str]:
 
 def fill_totals(report: IndexReport, ledger: Ledger) -> None:
     report.notes_pending_extraction = sum(1 for e in ledger.notes.values() if e.status == "pending_extraction")
-    report.entities = len(ledger.entity_index())
-    report.relations = len(ledger.relation_index())
+    report.entities, report.relations = ledger.record_counts()
     report.chunks = sum(len(e.chunk_ids) for e in ledger.notes.values())
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,7 +39,7 @@ from wikirag.settings import WikiragConfig
 from wikirag.storage.fs import wipe_store_files
 from wikirag.storage.ledger_store import drop_workspace, ledger_store
 from wikirag.storage.locks import writer_lock
-from wikirag.vault.model import Vault
+from wikirag.vault.model import Vault, cyclic_gc_paused, freeze_long_lived, thaw_long_lived
 from wikirag.vault.read import scan_vault
 
 
@@ -68,6 +67,17 @@ def StoreLock(config: WikiragConfig):  # noqa: N802  (was a class; callers use i
 def open_ledger_store(config: WikiragConfig):
     """Where this workspace's ledger lives: beside the data (storage.ledger_store)."""
     return ledger_store(config.storage, config.workspace_dir, config.workspace)
+
+
+@contextlib.asynccontextmanager
+async def open_store_engine(config: WikiragConfig, **kwargs: Any) -> Any:
+    """`open_engine` with the cyclic collector paused while LightRAG loads its stores: the file stores make
+    millions of long-lived objects and no cycles, and each full collection meanwhile re-traced all of them
+    (≈2 s of a 13,000-note run; see vault.model.cyclic_gc_paused)."""
+    async with contextlib.AsyncExitStack() as stack:
+        with cyclic_gc_paused():
+            rag = await stack.enter_async_context(open_engine(config, **kwargs))
+        yield rag
 
 
 FREEZE_ABOVE = 2000  # notes; below, the cyclic collector's passes cost little
@@ -129,6 +139,8 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
         if state is not None:  # the in-memory ledger may hold a half-applied batch: reload it next time
             state.ledger = state.plan = None
         raise
+    finally:  # the caller lives on (watch, a library): what this run froze and dropped in cycles (a LightRAG
+        thaw_long_lived()  # instance) must stay collectable; what is still alive just moves to the oldest generation
 
 
 async def _index(config: WikiragConfig, report: IndexReport, started: float, progress: Progress, rebuild: bool,
@@ -161,11 +173,12 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
         plan = plan_index(config, ledger, vault, cache, scan=scan, previous=state.plan if state else None)
         if state is not None:
             state.ledger, state.plan = ledger, plan
+            ledger.entity_index()  # built once, then kept current: each batch looks its names up
         if len(plan.vault.notes) > FREEZE_ABOVE:
-            gc.freeze()  # vault, ledger and plan live to the end: later collections need not trace them
+            freeze_long_lived()  # vault, ledger and plan live to the end: later collections need not trace them
         if vault is None:  # writes only the rows of notes that changed
             save_parse_cache(config.workspace_dir, config.index.encoding, plan.vault.notes, plan.vault.digests,
-                             plan.body_tokens, cache, plan.vault.stats, plan.vault.clean)
+                             plan.body_tokens, cache, plan.vault.stats, plan.vault.clean, plan.figures)
         progress("scan", 1, 1)
         fill_plan_counts(report, plan, ledger)
         if budget_usd is not None and plan.llm_model:
@@ -185,8 +198,10 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
         calls_before, texts_before = counter.calls, counter.texts
         if rag is None:
             hinting = hinting_llm(config, llm_func)
-            rag = await stack.enter_async_context(open_engine(
+            rag = await stack.enter_async_context(open_store_engine(
                 config, embedding_counter=counter, llm_func=hinting, **engine_kwargs))
+            if len(plan.vault.notes) > FREEZE_ABOVE:
+                freeze_long_lived()  # LightRAG's loaded stores live to the end too
         usage_before = _usage(hinting)
         live = live_run(plan, config, hinting, estimate=watching, batch=batch)
         api = None
@@ -201,9 +216,11 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
          report.llm_cached_input_tokens) = (a - b for a, b in zip(usage_after, usage_before, strict=True))
         report.embedding_calls = counter.calls - calls_before
         report.embedding_texts = counter.texts - texts_before
+        if len(plan.vault.notes) > FREEZE_ABOVE:
+            freeze_long_lived()  # and the entity and relation indexes apply built
         fill_totals(report, ledger)
         if ledger.pending.empty():  # the search files and LightRAG's document rows follow the store
-            await sync_after_run(rag, ledger, config.workspace_dir, set(plan.to_process) | set(plan.deleted),
+            await sync_after_run(rag, ledger, config.workspace_dir,
                                  {"finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                   "notes_indexed": len(plan.to_process), "notes_deleted": len(plan.deleted)})
         if ledger.pending.empty() and not summary_work(ledger, plan.llm_model):

@@ -27,9 +27,8 @@ from watchdog.events import FileSystemEventHandler
 from watchdog.observers import Observer
 
 from wikirag.index.report import IndexReport
-from wikirag.index.run import RunState, StoreLock, hinting_llm, index_vault
+from wikirag.index.run import RunState, StoreLock, hinting_llm, index_vault, open_store_engine
 from wikirag.lightrag.embeddings import EmbeddingCounter
-from wikirag.lightrag.engine import open_engine
 from wikirag.llm.redact import redact
 from wikirag.settings import WikiragConfig
 from wikirag.vault.model import Vault
@@ -162,7 +161,7 @@ async def watch_vault(
             hinting = hinting_llm(config, engine_kwargs.pop("llm_func", None))
             run = {"rag": None, "hinting": hinting, "locked": True, "embedding_counter": counter,
                    "state": RunState()}  # ledger, indexes and plan stay in memory between batches
-            async with open_engine(config, embedding_counter=counter, llm_func=hinting, **engine_kwargs) as rag:
+            async with open_store_engine(config, embedding_counter=counter, llm_func=hinting, **engine_kwargs) as rag:
                 run["rag"] = rag
                 retry = _Retry(retry_seconds)
                 failures = _Retry(retry_seconds)

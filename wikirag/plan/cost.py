@@ -37,6 +37,7 @@ from wikirag.models import ParsedNote
 from wikirag.plan.chunk_plans import ChunkPlanner, PlannedChunk
 from wikirag.plan.cost_settings import CostSettings, prompt_sizes
 from wikirag.plan.hints import note_hint
+from wikirag.plan.memo import EstimateMemo
 from wikirag.plan.mentions import sentence_names
 from wikirag.plan.packing import PackItem, extract_text, pack_hint, pack_items
 from wikirag.plan.prices import PriceTable
@@ -84,12 +85,14 @@ def estimate_vault(
     hints: HintSource = None,
     price_table: PriceTable | None = None,
     vanilla: bool = True,
+    memo: EstimateMemo | None = None,
 ) -> CostEstimate:
     """Estimate all three scenarios for a vault (anything with `.notes` and `.outgoing(path)`).
 
     `decisions` come from `routing.route_vault`. `texts` are the raw note files for the vanilla scenario
     (default: read from the vault folder). `hints` gives each extract-routed note's hint-header tokens
     (a dict or a callable); default `hint_tokens`. Notes go in path order, as the pipeline inserts them.
+    `memo` shares per-note chunk plans, sentence names and default hint counts between estimates of one vault.
     """
     s = (settings or CostSettings()).resolved()
     table = price_table or PriceTable.load(s.prices_file)
@@ -121,8 +124,10 @@ def estimate_vault(
         body_tokens = decision.features.body_tokens  # routing counted the stripped body
         if (body_tokens == 0 and body) or "&" in body:  # not counted, or HTML entities were unescaped
             body_tokens = len(enc.encode_ordinary(body))
-        plan = planner.wikirag(note.body, body_tokens, note.title)
-        body_names = sentence_names(body) if len(plan) == 1 else None
+        plan = (memo.plan(planner, path, note.body, body_tokens, note.title) if memo is not None
+                else planner.wikirag(note.body, body_tokens, note.title))
+        body_names = ((memo.names(path, body) if memo is not None else sentence_names(body))
+                      if len(plan) == 1 else None)
         if body_names is not None:
             plan[0].names = body_names
 
@@ -132,7 +137,10 @@ def estimate_vault(
         hint = 0
         pending_pack = False
         if decision.route == "extract":
-            if s.hint:
+            if s.hint and memo is not None and hints is None:
+                hint = memo.hint(path, (s.default_note_type, s.encoding),
+                                 lambda n=note, p=path: _hint_for(hints, n, vault.outgoing(p), vault.notes, titles, s))
+            elif s.hint:
                 hint = _hint_for(hints, note, vault.outgoing(path), vault.notes, titles, s)
             text = extract_text(note.body, decision.sections)
             tokens = body_tokens if not decision.sections else len(enc.encode_ordinary(text))
@@ -164,7 +172,7 @@ def estimate_vault(
         f.vanilla_usd += vanilla_cost.usd
         f.vanilla_input_tokens += vanilla_cost.input_tokens
     by_path = {row.path: row for row in rows}
-    pack_costs = _pack_costs(runs["wikirag"], packable, vault, titles, by_path, planner, s)
+    pack_costs = _pack_costs(runs["wikirag"], packable, vault, titles, by_path, planner, s, memo)
     for row in rows:
         f = folders[row.folder]
         f.wikirag_usd += row.wikirag.usd
@@ -253,31 +261,30 @@ def _sections_cost(run: Scenario, planner: ChunkPlanner, note: ParsedNote, spans
 
 
 def _pack_costs(run: Scenario, packable: dict[str, PackItem], vault: Any, titles: Mapping[str, str],
-                rows: dict[str, NoteCost], planner: ChunkPlanner, s: CostSettings) -> list[ScenarioCost]:
+                rows: dict[str, NoteCost], planner: ChunkPlanner, s: CostSettings,
+                memo: EstimateMemo | None = None) -> list[ScenarioCost]:
     """Small extract-routed notes share one call per pack (plan/packing.py, as the pipeline packs them); a
     note left alone pays its own. Each member's row shows its share of the pack by tokens."""
+    memo = memo or EstimateMemo()
     packs, alone = pack_items(packable.values(), s.chunk_token_size, s.pack_max_tokens)
     out = []
     for item in alone:
         row = rows[item.path]
         note = vault.notes[item.path]
-        plan = planner.wikirag(item.text, item.tokens, note.title)
+        plan = memo.plan(planner, ("alone", item.path, item.text), item.text, item.tokens, note.title)
         cost, _ = run.document(item.path, item.text, plan, row.hint_tokens)
         cost.chunks = row.chunks
         _fill_row(row, cost)
     for pack in packs:
         content = pack.content()
-        tokens = len(planner.enc.encode_ordinary(content))
+        key = ("pack", content)
+        tokens = memo.hint(key, "tokens", lambda c=content: len(planner.enc.encode_ordinary(c)))
         hint = 0
         if s.hint:
-            members = []
-            for path in pack.paths:
-                note = vault.notes[path]
-                targets = sorted({titles[r.path] for _l, r in vault.outgoing(path)
-                                  if r.path and not r.is_attachment and r.path != path and r.path in titles})
-                members.append((titles[path], note_type(note, s.default_note_type), list(note.aliases), targets))
-            hint = len(planner.enc.encode_ordinary(pack_hint(members)))
-        cost, _ = run.document(pack.paths[0], content, [PlannedChunk(content, tokens)], hint)
+            hint = memo.hint(key, s.default_note_type,
+                             lambda p=pack: len(planner.enc.encode_ordinary(_pack_hint(p, vault, titles, s))))
+        chunk = PlannedChunk(content, tokens, names=memo.names(key, content))
+        cost, _ = run.document(pack.paths[0], content, [chunk], hint)
         cost.chunks, cost.notes = 0, len(pack.members)  # the stored chunks stay per note (counted on the rows)
         out.append(cost)
         total = sum(m.tokens for m in pack.members) or 1
@@ -290,6 +297,16 @@ def _pack_costs(run: Scenario, packable: dict[str, PackItem], vault: Any, titles
             row.hint_tokens = hint
             _fill_row(row, share)
     return out
+
+
+def _pack_hint(pack: Any, vault: Any, titles: Mapping[str, str], s: CostSettings) -> str:
+    members = []
+    for path in pack.paths:
+        note = vault.notes[path]
+        targets = sorted({titles[r.path] for _l, r in vault.outgoing(path)
+                          if r.path and not r.is_attachment and r.path != path and r.path in titles})
+        members.append((titles[path], note_type(note, s.default_note_type), list(note.aliases), targets))
+    return pack_hint(members)
 
 
 def _share(cost: ScenarioCost, part: float) -> ScenarioCost:
@@ -349,37 +366,41 @@ class _OneNote:
 
 
 def estimate_for_config(config: Any, values: Mapping[str, Any] | None = None, *, vault: Any = None,
-                        body_tokens: Mapping[str, int] | None = None) -> CostEstimate:
+                        body_tokens: Mapping[str, int] | None = None, figures: dict | None = None) -> CostEstimate:
     """Scan, route and estimate a configured vault: what `wikirag cost-estimate` runs. Reads only the
     vault; needs no store and no LLM. `values` are command-line overrides of [cost] keys. A caller that
-    has the vault loaded (and its body token counts) passes them (index.reads does, from the parse cache)."""
+    has the vault loaded (and its body token counts, routing's character figures) passes them (index.reads
+    does, from the parse cache)."""
     from wikirag.plan.routing import route_vault
     from wikirag.vault.model import Vault
 
     vault = vault or Vault.load(config.vault, exclude=config.exclude)
+    figures = dict(figures or {})  # routing's per-note character figures: measured once for both policies
     decisions = route_vault(vault, config.route, config.route_overrides, encoding=config.index.encoding,
-                            body_tokens=body_tokens)
+                            body_tokens=body_tokens, figures=figures)
     settings = CostSettings.from_config(config, values)
-    estimate = estimate_vault(vault, decisions, settings)
-    estimate.alternatives = alternatives(vault, config, settings, decisions, body_tokens)
+    memo = EstimateMemo()
+    estimate = estimate_vault(vault, decisions, settings, memo=memo)
+    estimate.alternatives = alternatives(vault, config, settings, decisions, body_tokens, figures, memo)
     return estimate
 
 
 def alternatives(vault: Any, config: Any, settings: CostSettings, decisions: Mapping[str, RouteDecision],
-                 body_tokens: Mapping[str, int] | None = None) -> list[Alternative]:
+                 body_tokens: Mapping[str, int] | None = None, figures: dict | None = None,
+                 memo: EstimateMemo | None = None) -> list[Alternative]:
     """What the routed plan would cost one setting away: the other routing policy, and gleaning on or off."""
     from wikirag.plan.routing import POLICIES, route_vault
 
     out = []
     other = next(p for p in POLICIES if p != config.route.policy)
     routed = route_vault(vault, replace(config.route, policy=other), config.route_overrides,
-                         encoding=config.index.encoding, body_tokens=body_tokens)
-    est = estimate_vault(vault, routed, settings, vanilla=False)
+                         encoding=config.index.encoding, body_tokens=body_tokens, figures=figures)
+    est = estimate_vault(vault, routed, settings, vanilla=False, memo=memo)
     out.append(Alternative(f'[route] policy = "{other}"', est.routes, est.scenarios["wikirag"]))
     gleaning = 0 if (settings.gleaning or 0) > 0 else 1
-    est = estimate_vault(vault, decisions, replace(settings, gleaning=gleaning), vanilla=False)
+    est = estimate_vault(vault, decisions, replace(settings, gleaning=gleaning), vanilla=False, memo=memo)
     out.append(Alternative(f"[index] gleaning = {gleaning}", est.routes, est.scenarios["wikirag"]))
     if settings.pack_max_tokens > 0:
-        est = estimate_vault(vault, decisions, replace(settings, pack_max_tokens=0), vanilla=False)
+        est = estimate_vault(vault, decisions, replace(settings, pack_max_tokens=0), vanilla=False, memo=memo)
         out.append(Alternative("[index] pack_max_tokens = 0", est.routes, est.scenarios["wikirag"]))
     return out

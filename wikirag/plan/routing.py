@@ -96,11 +96,22 @@ class _Chars:
     covered_chars: int
 
 
-def _char_features(note: ParsedNote, outgoing: Outgoing) -> _Chars:
-    resolved = [r for _, r in outgoing if r.path is not None and r.status in ("resolved", "ambiguous")]
+CharFigures = tuple[int, int, int]  # body, prose and link-sentence characters: the note's text alone decides them
+
+
+def char_figures(note: ParsedNote, links: Iterable[WikiLink] | None = None) -> CharFigures:
+    """The character counts routing reads that depend on the note's text only (not on where its links land),
+    so a caller may keep them per note digest (index.parsecache) and skip the structure pass next time."""
     body_chars = _nonspace(note.body) - note.body.count("\n") - note.body.count("\t")
-    prose_chars = _prose_chars(note.body) if note.body else 0
-    contexts = {link.context for link, _ in outgoing if link.frontmatter_key is None and link.context}
+    prose = _prose_chars(note.body) if note.body else 0
+    links = note.links if links is None else links
+    contexts = {link.context for link in links if link.frontmatter_key is None and link.context}
+    return body_chars, prose, min(prose, sum(_nonspace(c) for c in contexts))
+
+
+def _char_features(note: ParsedNote, outgoing: Outgoing, figures: CharFigures | None = None) -> _Chars:
+    resolved = [r for _, r in outgoing if r.path is not None and r.status in ("resolved", "ambiguous")]
+    body_chars, prose_chars, covered_chars = figures or char_figures(note, (link for link, _ in outgoing))
     present = sum(1 for key in _FRONTMATTER_FIELDS if _has(note, key))
     features = NoteFeatures(
         links=len(outgoing),
@@ -111,7 +122,7 @@ def _char_features(note: ParsedNote, outgoing: Outgoing) -> _Chars:
         link_density=round(100 * len(outgoing) / note.words, 2) if note.words else 0.0,
         frontmatter_completeness=round(present / len(_FRONTMATTER_FIELDS), 2),
     )
-    return _Chars(features, body_chars, prose_chars, min(prose_chars, sum(_nonspace(c) for c in contexts)))
+    return _Chars(features, body_chars, prose_chars, covered_chars)
 
 
 def _with_tokens(chars: _Chars, body_tokens: int) -> NoteFeatures:
@@ -243,10 +254,13 @@ def route_vault(
     *,
     encoding: str = DEFAULT_ENCODING,
     body_tokens: Mapping[str, int] | None = None,
+    figures: dict[str, CharFigures] | None = None,
 ) -> dict[str, RouteDecision]:
     """Route every note of a `Vault` (anything with `.notes` and `.outgoing(path)`), in path order.
 
     `body_tokens` (path -> tokens of the note body) skips the counting when the caller already has it.
+    `figures` (path -> `char_figures`, valid for the notes' current text) skips the structure pass of the
+    notes it holds; the figures of the other notes are added to it.
     """
     settings = settings or RouteSettings()
     parsed = parse_route_overrides(overrides)
@@ -256,7 +270,11 @@ def route_vault(
         # one thread: tiktoken's batch API was slower here (2 cores, thousands of short notes)
         body_tokens = {p: len(enc.encode_ordinary(vault.notes[p].body.strip())) for p in paths}
     outgoing = {p: vault.outgoing(p) for p in paths}
-    chars = {p: _char_features(vault.notes[p], outgoing[p]) for p in paths}
+    figures = {} if figures is None else figures
+    for p in paths:
+        if p not in figures:
+            figures[p] = char_figures(vault.notes[p])
+    chars = {p: _char_features(vault.notes[p], outgoing[p], figures[p]) for p in paths}
     decisions = {}
     for path in paths:
         features = _with_tokens(chars[path], body_tokens[path])

@@ -24,6 +24,8 @@ CREATE TABLE IF NOT EXISTS docs (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS ledger_notes (path TEXT PRIMARY KEY, entry TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS parsed_notes (path TEXT PRIMARY KEY, digest TEXT NOT NULL, note TEXT NOT NULL,
                                          tokens INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS parsed_figures (path TEXT PRIMARY KEY, digest TEXT NOT NULL, body INTEGER NOT NULL,
+                                           prose INTEGER NOT NULL, covered INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS parsed_stats (path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
                                          written_ns INTEGER NOT NULL);
 """

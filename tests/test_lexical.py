@@ -1,0 +1,127 @@
+"""The BM25 index: weights as bm25s computes them, and an incremental sync that ends equal to a fresh build."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+
+from wikirag.index.bm25 import bm25_weights
+from wikirag.index.ledger import NoteEntry
+from wikirag.index.lexical import build_index, dirty_notes, load_index, sync_search_files, tokenize
+
+QUERIES = ["attention memory", "spaced repetition cards", "zebra", "the", "graph of notes", "memory memory loop"]
+
+
+def _rows(texts: dict[str, list[str]]) -> list[tuple[str, str, str, list[str]]]:
+    return [(f"chunk-{path}-{i}", path, f"{path} heading", tokenize(f"{path} heading\n{text}"))
+            for path, chunks in sorted(texts.items()) for i, text in enumerate(chunks)]
+
+
+TEXTS = {
+    "a.md": ["Attention is a limited resource; memory holds what attention kept.", "Cards for spaced repetition."],
+    "b.md": ["A graph of notes links memory and attention."],
+    "c.md": ["Zebra crossings, zebra stripes: zebra zebra."],
+    "d.md": ["Spaced repetition cards train memory. Memory loops."],
+}
+
+
+def test_weights_equal_bm25s():
+    bm25s = pytest.importorskip("bm25s")
+    rows = _rows(TEXTS)
+    index = build_index(rows)
+    vocab = {t: i for i, t in enumerate(index.vocab)}
+    ids = [[vocab[t] for t in tokens] for *_, tokens in rows]
+    retriever = bm25s.BM25(k1=1.5, b=0.75)
+    retriever.index(bm25s.tokenization.Tokenized(ids=ids, vocab=vocab), show_progress=False)
+    expected = retriever.scores
+    assert np.array_equal(index.indptr, np.asarray(expected["indptr"]))
+    assert np.array_equal(index.indices, np.asarray(expected["indices"]))
+    np.testing.assert_allclose(index.data, np.asarray(expected["data"]), rtol=1e-6)
+    if np.lib.NumpyVersion(np.__version__) >= "2.0.0":  # the same float64 arithmetic as bm25s's
+        assert np.array_equal(index.data, np.asarray(expected["data"], dtype=np.float32))
+
+
+def test_weights_of_no_tokens_are_empty():
+    data, indices, indptr = bm25_weights(np.zeros(0, np.int32), np.zeros(3, np.int64), 0, 1.5, 0.75)
+    assert len(data) == len(indices) == 0 and list(indptr) == [0]
+
+
+class _Chunks:
+    """LightRAG's chunk store as far as the sync reads it; counts the ids it was asked for."""
+
+    def __init__(self) -> None:
+        self.records: dict[str, dict] = {}
+        self.asked: list[str] = []
+
+    async def get_by_ids(self, ids: list[str]) -> list[dict | None]:
+        self.asked.extend(ids)
+        return [self.records.get(i) for i in ids]
+
+
+class _Rag:
+    def __init__(self) -> None:
+        self.text_chunks = _Chunks()
+
+
+class _Ledger:
+    def __init__(self) -> None:
+        self.notes: dict[str, NoteEntry] = {}
+
+
+def _put(rag: _Rag, ledger: _Ledger, path: str, chunks: list[str], title: str = "") -> None:
+    ids = [f"chunk-{path}-{i}-{abs(hash(text))}" for i, text in enumerate(chunks)]
+    for cid, text in zip(ids, chunks, strict=True):
+        rag.text_chunks.records[cid] = {"content": text, "heading": {"heading": title or path, "parent_headings": []}}
+    digest = str(abs(hash((tuple(ids), title))))
+    ledger.notes[path] = NoteEntry("d", "s", doc_id=f"doc-{path}", chunk_ids=ids, chunk_digest=digest)
+
+
+def _same(a, b) -> None:
+    assert (a.chunk_ids, a.chunk_paths, a.headings) == (b.chunk_ids, b.chunk_paths, b.headings)
+    assert [a.tokens_of(i) for i in range(a.size)] == [b.tokens_of(i) for i in range(b.size)]
+    assert sorted(a.vocab) == sorted(b.vocab)
+    for query in QUERIES:
+        assert np.array_equal(a.scores(query), b.scores(query)), query
+        assert a.top(query, 3) == b.top(query, 3)
+    assert a.note_keys == b.note_keys
+
+
+def test_incremental_sync_ends_equal_to_a_fresh_build(tmp_path):
+    rag, ledger = _Rag(), _Ledger()
+    for path, chunks in TEXTS.items():
+        _put(rag, ledger, path, chunks)
+    work, fresh = tmp_path / "work", tmp_path / "fresh"
+    work.mkdir(), fresh.mkdir()
+    asyncio.run(sync_search_files(rag, ledger, work))
+    before = load_index(work)
+    _put(rag, ledger, "a.md", ["Attention is scarce.", "Cards for spaced repetition."])  # one chunk changed
+    _put(rag, ledger, "b.md", TEXTS["b.md"], title="A new title")  # same chunks, new heading
+    del ledger.notes["c.md"]  # every "zebra" goes: the term leaves the vocabulary
+    _put(rag, ledger, "e.md", ["Brand new words: xylophone memory."])
+    rag.text_chunks.asked.clear()
+    dirty = dirty_notes(before, ledger)
+    assert dirty == {"a.md", "b.md", "c.md", "e.md"}
+    asyncio.run(sync_search_files(rag, ledger, work, old=before, dirty=dirty))
+    incremental = load_index(work)
+    assert set(rag.text_chunks.asked) == {c for p in ("a.md", "b.md", "e.md") for c in ledger.notes[p].chunk_ids}
+    assert "zebra" not in incremental.vocab and "A new title" in incremental.headings
+    asyncio.run(sync_search_files(rag, ledger, fresh))
+    _same(incremental, load_index(fresh))
+
+
+def test_a_chunk_missing_from_the_store_is_fetched_again_next_sync(tmp_path):
+    rag, ledger = _Rag(), _Ledger()
+    for path, chunks in TEXTS.items():
+        _put(rag, ledger, path, chunks)
+    lost = ledger.notes["d.md"].chunk_ids[0]
+    record = rag.text_chunks.records.pop(lost)
+    asyncio.run(sync_search_files(rag, ledger, tmp_path))
+    first = load_index(tmp_path)
+    assert lost not in first.chunk_ids and first.note_keys["d.md"] == ""
+    rag.text_chunks.records[lost] = record
+    dirty = dirty_notes(first, ledger)
+    assert dirty == {"d.md"}
+    asyncio.run(sync_search_files(rag, ledger, tmp_path, old=first, dirty=dirty))
+    assert lost in load_index(tmp_path).chunk_ids

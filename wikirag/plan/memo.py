@@ -1,0 +1,47 @@
+"""Per-note pieces of a cost estimate that the settings an alternative varies do not change.
+
+`cost-estimate` prices a vault four times: the routed plan, then one setting away (the other routing policy,
+gleaning on or off, no packing). Each pass cut every note into chunks (the structure pass and a tokenizer
+call for its breadcrumb), found the names in its sentences and counted its hint header: the same work, four
+times over. One `EstimateMemo` shared by the passes does each once per note (and per chunk settings).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from wikirag.plan.chunk_plans import ChunkPlanner, PlannedChunk
+from wikirag.plan.mentions import sentence_names
+
+
+class EstimateMemo:
+    def __init__(self) -> None:
+        self._plans: dict[tuple, list[PlannedChunk]] = {}
+        self._names: dict[Any, list[list[str]]] = {}
+        self._hints: dict[tuple, int] = {}
+
+    def plan(self, planner: ChunkPlanner, path: Any, body: str, tokens: int, title: str) -> list[PlannedChunk]:
+        """planner.wikirag(body, tokens, title), once per note and chunk settings (the chunks are shared:
+        callers only ever set a chunk's `names` to what `sentence_names` gives)."""
+        s = planner.s
+        key = (path, tokens, s.chunk_token_size, s.chunk_overlap_token_size, s.section_context, s.encoding,
+               planner.sizes.max_section_tokens)
+        found = self._plans.get(key)
+        if found is None:
+            found = self._plans[key] = planner.wikirag(body, tokens, title)
+        return found
+
+    def names(self, path: Any, text: str) -> list[list[str]]:
+        """sentence_names(text), once per `path` (a note's path for its body, or a pack's key)."""
+        found = self._names.get(path)
+        if found is None:
+            found = self._names[path] = sentence_names(text)
+        return found
+
+    def hint(self, path: Any, key: Any, count: Callable[[], int]) -> int:
+        """A count (hint tokens, by default) for `path` under `key`: `count()` the first time only."""
+        found = self._hints.get((path, key))
+        if found is None:
+            found = self._hints[(path, key)] = count()
+        return found
