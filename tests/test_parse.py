@@ -262,6 +262,14 @@ def test_frontmatter_needs_the_first_line_and_a_closing_line() -> None:
     assert parse_note("---\n---\nbody", "n.md").body_line_offset == 2
 
 
+def test_a_fence_inside_frontmatter_does_not_hide_the_body() -> None:
+    # The property block ends at the next `---` line whatever it holds (as in Obsidian); a fence opened in
+    # it does not run on into the body (found by tests/test_property.py's unclosed-fence case).
+    note = parse_note("---\n```\n---\n[[Body Link]]\n", "n.md")
+    assert [link.target for link in note.links] == ["Body Link"]
+    assert note.links[0].line == 4
+
+
 def test_frontmatter_links() -> None:
     note = fm('related: ["[[A]]", "[[B#H|bee]]"]\nup: "![[C]]"\nplain: [[D]]\nnested:\n  k: "x [[E]] y"')
     got = [(link.target, link.heading, link.label, link.embed, link.frontmatter_key, link.line) for link in note.links]

@@ -33,7 +33,10 @@ def test_parse_never_raises_on_markdown_soup(text: str) -> None:
             assert link.raw in lines[link.line - 1]
 
 
-# prose that cannot open or close code, comments or math, so what we put in code stays code
+# prose that cannot open or close code, comments or math, so what we put in code stays code. The texts
+# below start with a line of their own: a first line `---` opens frontmatter, which ends at the next `---`
+# line even inside what would be a fence (Obsidian reads "---\n```\n---\n[[X]]" as a property block and a
+# link), and that rule has its own tests.
 prose = st.text(alphabet="abc XYZ[]|#!-.,\n", max_size=60)
 code_body = st.text(alphabet="abc [[]]|#!-\n", max_size=40).map(lambda s: s + "[[CODEX]]")
 
@@ -41,14 +44,14 @@ code_body = st.text(alphabet="abc [[]]|#!-\n", max_size=40).map(lambda s: s + "[
 @SETTINGS
 @given(prose, code_body, prose, st.sampled_from(["```", "~~~", "````", "~~~~~"]))
 def test_no_link_inside_a_fence(before: str, code: str, after: str, fence: str) -> None:
-    text = f"{before}\n{fence}\n{code}\n{fence}\n{after}"
+    text = f"Intro\n{before}\n{fence}\n{code}\n{fence}\n{after}"
     assert "CODEX" not in [link.target for link in parse_note(text, "n.md").links]
 
 
 @SETTINGS
 @given(prose, code_body, prose)
 def test_no_link_inside_an_unclosed_fence(before: str, code: str, after: str) -> None:
-    text = f"{before}\n```\n{code}\n{after}"
+    text = f"Intro\n{before}\n```\n{code}\n{after}"
     assert "CODEX" not in [link.target for link in parse_note(text, "n.md").links]
 
 
