@@ -157,6 +157,9 @@ class WikiragConfig:
     storage: StorageSettings = field(default_factory=StorageSettings)
     # Sections read by their own modules ([cost], [storage]), kept as written.
     sections: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Whether a setting (toml, environment, flag) named the embedding model; if none did, a store keeps the
+    # local model it was built with (follow_store_embedding).
+    embedding_model_given: bool = True
 
     @property
     def workspace_dir(self) -> Path:
@@ -321,7 +324,28 @@ def load_config(
         storage=StorageSettings.from_mapping(file_values.get("storage"), env, (overrides or {}).get("storage"))
         .embedded_in(store_path / workspace),  # the embedded server's data folder: inside the workspace folder
         sections={k: v for k, v in file_values.items() if k in _OWN_MODULE_SECTIONS and isinstance(v, dict)},
+        embedding_model_given=_names_embedding_model(file_values, env, overrides),
     )
+
+
+def _names_embedding_model(file_values: Mapping[str, Any], env: Mapping[str, str],
+                           overrides: Mapping[str, Mapping[str, Any]] | None) -> bool:
+    section = file_values.get("embedding")
+    return bool((isinstance(section, Mapping) and "model" in section) or "WIKIRAG_EMBEDDING_MODEL" in env
+                or env.get("WIKIRAG_EMBEDDING") or (overrides or {}).get("embedding", {}).get("model"))
+
+
+def follow_store_embedding(config: WikiragConfig, recorded: str | None) -> None:
+    """Use the local model a store was built with (`recorded`, its identity `local:<model>:<dim>`) when no
+    setting names a model. The default model changed once (MiniLM in float, then on int8 kernels): a store
+    built before must keep answering queries and taking edits with its own model, not stop every run with a
+    model-mismatch error or, worse, embed questions with another model than its vectors. A model named in a
+    setting is never overridden (a mismatch then stays an error that says how to rebuild)."""
+    if config.embedding_model_given or not recorded or not recorded.startswith("local:"):
+        return
+    model, _, dim = recorded.rpartition(":")
+    if model != config.embedding.model and dim.isdigit():
+        config.embedding = replace(config.embedding, model=model, dim=int(dim))
 
 
 def read_price_files(user_file: str | Path | None = None) -> list[tuple[dict[str, Any], str]]:

@@ -14,7 +14,7 @@ from typing import Literal
 
 from wikirag.index.ledger import Ledger
 from wikirag.lightrag.engine import embedding_spec
-from wikirag.settings import WikiragConfig, workspace_name
+from wikirag.settings import WikiragConfig, follow_store_embedding, workspace_name
 from wikirag.storage.ledger_store import ledger_store
 from wikirag.storage.postgres import StorageUnreachable, check_storage
 from wikirag.storage.settings import scale_advice
@@ -99,6 +99,7 @@ def _store(config: WikiragConfig) -> Check:
         return Check("store", "fail", str(exc))
     except (ValueError, OSError) as exc:
         return Check("store", "fail", f"{store.location}: unreadable ledger: {exc}")
+    follow_store_embedding(config, ledger.meta.get("embedding"))  # as index and query will
     recorded, current = ledger.meta.get("embedding"), embedding_spec(config).identity
     if recorded and recorded != current:
         return Check("store", "fail", f"built with {recorded} but configured for {current}; "

@@ -35,9 +35,9 @@ from wikirag.lightrag.engine import embedding_spec, open_engine
 from wikirag.lightrag.hinting import HintingLLM
 from wikirag.lightrag.tokens import count_tokens
 from wikirag.lightrag.writer import StoreWriter
-from wikirag.settings import WikiragConfig
+from wikirag.settings import WikiragConfig, follow_store_embedding
 from wikirag.storage.fs import wipe_store_files
-from wikirag.storage.ledger_store import drop_workspace, ledger_store
+from wikirag.storage.ledger_store import drop_workspace, ledger_store, recorded_embedding
 from wikirag.storage.locks import writer_lock
 from wikirag.vault.model import Vault, cyclic_gc_paused, freeze_long_lived, thaw_long_lived
 from wikirag.vault.read import scan_vault
@@ -127,6 +127,8 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
         report.seconds = round(time.perf_counter() - started, 3)
         return report
 
+    if not rebuild:  # a store keeps the local model it was built with unless a setting names another
+        follow_store_embedding(config, recorded_embedding(config.storage, config.workspace_dir, config.workspace))
     _check_settings(config, llm_func or hinting)
     if batch:
         from wikirag.llm.batch import check_batch

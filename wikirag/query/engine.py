@@ -18,8 +18,8 @@ from wikirag.errors import QueryFailed, StoreNotFound
 from wikirag.index.lexical import LEXICAL_FILENAME, NAMES_FILENAME, LexicalIndex, load_index
 from wikirag.query.notes import NoteTable, obsidian_uri, read_note_table
 from wikirag.query.search import SearchResult, read_note_text, search_notes
-from wikirag.settings import WikiragConfig
-from wikirag.storage.ledger_store import ledger_store
+from wikirag.settings import WikiragConfig, follow_store_embedding
+from wikirag.storage.ledger_store import recorded_embedding
 
 
 @dataclass
@@ -83,9 +83,11 @@ class WarmEngine:
         self._stamp: tuple[float, float] | None = None
 
     async def __aenter__(self) -> WarmEngine:
-        if not ledger_store(self.config.storage, self.config.workspace_dir, self.config.workspace).exists():
+        recorded = recorded_embedding(self.config.storage, self.config.workspace_dir, self.config.workspace)
+        if recorded is None:
             raise StoreNotFound(f"{self.config.workspace_dir}: no index here; "
                                 f"run `wikirag index {self.config.vault}` first")
+        follow_store_embedding(self.config, recorded)  # questions are embedded with the store's own model
         self._reload()
         return self
 

@@ -21,8 +21,8 @@ from wikirag.errors import QueryFailed, StoreNotFound
 from wikirag.lightrag.engine import open_engine
 from wikirag.lightrag.query import query_param
 from wikirag.query.notes import NoteTable, obsidian_uri, read_note_table
-from wikirag.settings import STORE_DIRNAME, WikiragConfig
-from wikirag.storage.ledger_store import ledger_store
+from wikirag.settings import STORE_DIRNAME, WikiragConfig, follow_store_embedding
+from wikirag.storage.ledger_store import recorded_embedding
 
 if TYPE_CHECKING:
     from wikirag.index.ledger import Ledger
@@ -167,8 +167,11 @@ async def query_store(
         raise QueryFailed(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
     if not question.strip():
         raise QueryFailed("the question is empty")
-    if rag is None and not ledger_store(config.storage, config.workspace_dir, config.workspace).exists():
-        raise StoreNotFound(f"{config.workspace_dir}: no index here; run `wikirag index {config.vault}` first")
+    if rag is None:
+        recorded = recorded_embedding(config.storage, config.workspace_dir, config.workspace)
+        if recorded is None:
+            raise StoreNotFound(f"{config.workspace_dir}: no index here; run `wikirag index {config.vault}` first")
+        follow_store_embedding(config, recorded)  # the question is embedded with the store's own model
     if mode == "bypass" and llm_func is None:
         raise QueryFailed("mode 'bypass' sends the question straight to the LLM, and none is configured")
     notes = notes or read_note_table(config)

@@ -27,6 +27,8 @@ class LedgerStore(Protocol):
 
     def load(self) -> dict | None: ...
 
+    def head(self) -> dict | None: ...  # the document without its notes: cheap at any vault size
+
     def save(self, data: dict) -> None: ...
 
     def delete(self) -> None: ...
@@ -48,6 +50,10 @@ class FileLedgerStore:
         if not self.path.exists():
             return None
         return json.loads(self.path.read_text(encoding="utf-8"))
+
+    def head(self) -> dict | None:
+        data = self.load()
+        return None if data is None else {k: v for k, v in data.items() if k != "notes"}
 
     def save(self, data: dict) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -119,6 +125,15 @@ class PostgresLedgerStore:
         data["notes"] = {path: entry for path, _, entry in rows}
         self._known = {path: digest for path, digest, _ in rows}
         return data
+
+    def head(self) -> dict | None:
+        if _no_embedded_cluster(self.settings):
+            return None
+        with connect(self.settings) as conn:
+            if not _ledger_tables_exist(conn):
+                return None
+            row = conn.execute("SELECT data FROM wikirag_ledger WHERE workspace = %s", (self.workspace,)).fetchone()
+        return None if row is None else dict(row[0])
 
     def save(self, data: dict) -> None:
         from psycopg.types.json import Jsonb
@@ -233,6 +248,13 @@ def ledger_store(settings: StorageSettings, workspace_dir: Path, workspace: str)
     from wikirag.storage.sqlite_store import SqliteLedgerStore
 
     return SqliteLedgerStore(workspace_dir)
+
+
+def recorded_embedding(settings: StorageSettings, workspace_dir: Path, workspace: str) -> str | None:
+    """The embedding identity a workspace was built with (`provider:model:dim`; "" if its ledger does not
+    say), or None when the workspace has no ledger yet. Reads the ledger's head only."""
+    head = ledger_store(settings, workspace_dir, workspace).head()
+    return None if head is None else (head.get("meta") or {}).get("embedding") or ""
 
 
 def drop_workspace(settings: StorageSettings, workspace: str) -> int:

@@ -103,6 +103,15 @@ class SqliteLedgerStore:
         data["notes"] = {path: json.loads(entry) for path, entry in sorted(rows)}
         return data
 
+    def head(self) -> dict | None:
+        """The document without its notes (version, meta, pending), read without touching the note rows."""
+        if self._legacy.exists():
+            data = json.loads(self._legacy.read_text(encoding="utf-8"))
+            return {k: v for k, v in data.items() if k != "notes"}
+        conn = self._db(create=False)
+        head = get_doc(conn, "ledger") if conn is not None else None
+        return None if head is None else dict(head)
+
     def _migrate(self) -> None:
         if not self._legacy.exists():
             return
