@@ -112,7 +112,9 @@ def load_calibration(workspace_dir: Path) -> dict[str, Any] | None:
         data = json.loads((workspace_dir / CALIBRATION_FILENAME).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    weights = data.get("weights") if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        return None
+    weights = data.get("weights")
     if data.get("version") != VERSION or not isinstance(weights, dict) or not all(
             isinstance(v, int | float) and v >= 0 for v in weights.values()):
         return None
