@@ -42,8 +42,9 @@ note proof see""".split())
 _MATH = re.compile(r"\$\$.*?\$\$|\$[^$\n]*\$|\\\[.*?\\\]|\\\(.*?\\\)", re.S)
 _LINK = re.compile(r"!?\[\[([^\]|#]*)(?:#[^\]|]*)?(?:\|([^\]]*))?\]\]")
 _MDLINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
-_NOISE = re.compile(r"<[^>]+>|https?://\S+|^\s*(?:#+|```|~~~|>|\||title:).*$", re.M)
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
+# tags, URLs, headings, fences, quotes, tables and "Key: value" metadata lines (Date Created:, Tags:, title:)
+_NOISE = re.compile(r"<[^>]+>|https?://\S+|#[\w/-]+|^\s*(?:#+|```|~~~|>|\||[\w ]{1,30}:\s).*$", re.M)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n")  # a line is a sentence too: metadata lines stay apart
 _WORD = re.compile(r"[^\W\d_][\w'’-]*", re.UNICODE)
 
 
@@ -54,7 +55,8 @@ def sample_notes(paths: list[str]) -> list[str]:
 
 
 def pseudo_query(text: str, names: list[str]) -> str | None:
-    """The note's wordiest sentence without math, markup, title/alias words and stopwords; None if too short."""
+    """The note's wordiest sentence (or line) without math, markup, title/alias words, stopwords and repeats;
+    None if too short."""
     from wikirag.markdown.properties import split_frontmatter
 
     _block, body = split_frontmatter(text.replace("\r\n", "\n"))
@@ -64,8 +66,8 @@ def pseudo_query(text: str, names: list[str]) -> str | None:
     banned = {t for name in names for t in tokenize(name)}
     best: list[str] = []
     for sentence in _SENTENCE.split(body):
-        words = [w for w in _WORD.findall(sentence.replace("_", " "))
-                 if len(w) > 2 and w.casefold() not in _STOP and not set(tokenize(w)) & banned]
+        words = list(dict.fromkeys(w for w in _WORD.findall(sentence.replace("_", " "))
+                                   if len(w) > 2 and w.casefold() not in _STOP and not set(tokenize(w)) & banned))
         if len(words) > len(best):
             best = words
     return " ".join(best[:MAX_WORDS]) if len(best) >= MIN_WORDS else None
