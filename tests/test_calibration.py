@@ -5,13 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 
-import pytest
-
-from tests.storekit import HashEmbedding, copy_vault
 from wikirag.index.lexical import build_index, tokenize
-from wikirag.index.run import run_index
 from wikirag.query.calibration import (
     CALIBRATION_FILENAME,
     GRID,
@@ -23,12 +18,8 @@ from wikirag.query.calibration import (
     sample_notes,
     save_calibration,
 )
-from wikirag.query.engine import WarmEngine
 from wikirag.query.notes import NoteTable
-from wikirag.query.ranking import FUSION, chunk_notes, fuse, note_rankings
-from wikirag.settings import load_config
-
-SAMPLE = Path(__file__).resolve().parent.parent / "sample_vault"
+from wikirag.query.ranking import FUSION
 
 TOPICS = ["glacier moraine sediment meltwater valley", "violin bow rosin string luthier", "sourdough starter yeast",
           "comet nucleus orbit perihelion tail", "beehive honeycomb pollen queen drone", "tidal estuary salt marsh",
@@ -108,39 +99,3 @@ def test_a_calibration_goes_stale_when_the_vault_grew_or_shrank_by_more_than_a_t
     assert is_stale(None, 100)
     assert not is_stale(data, 100) and not is_stale(data, 110) and not is_stale(data, 90)
     assert is_stale(data, 111) and is_stale(data, 89)
-
-
-@pytest.fixture(scope="module")
-def sample_config(tmp_path_factory):
-    vault = copy_vault(SAMPLE, tmp_path_factory.mktemp("calibration") / "vault")
-    config = load_config(vault)
-    run_index(config, embedding_func=HashEmbedding().func())
-    return config
-
-
-def test_search_and_query_calibrate_once_then_use_the_stored_weights(sample_config):
-    question = "How did the Bombe break Enigma settings?"
-    path = sample_config.workspace_dir / CALIBRATION_FILENAME
-
-    async def run():
-        async with WarmEngine(sample_config, embedding_func=HashEmbedding().func()) as warm:
-            await warm.search(question)
-            first = load_calibration(sample_config.workspace_dir)
-            chunks = (await warm.query(question, mode="naive", fusion=False)).chunks
-            own = chunk_notes(chunks)
-            rankings = note_rankings(warm.notes, warm._lexical, question, chunks=chunks)[0]
-            fixed = [p for p, _s, _f in fuse(warm.notes, rankings, FUSION)][:len(own)]
-            # a store whose calibration trusts LightRAG alone: search and the cited sources follow its order
-            save_calibration(sample_config.workspace_dir, {"version": 1, "notes": first["notes"], "weights": {
-                "names": 0.0, "lexical": 0.0, "lightrag": 1.0, "graph": 0.0}})
-            hits = [h.path for h in (await warm.search(question, limit=len(own))).hits]
-            sources = [s.path for s in (await warm.query(question, mode="naive")).sources]
-            path.write_text("{corrupt")  # unreadable: computed again on the next search, then used
-            await warm.search(question)
-            return first, own, fixed, hits, sources
-
-    first, own, fixed, hits, sources = asyncio.run(run())
-    assert first["sample"] > 20 and first["weights"]["lightrag"] in GRID
-    assert hits == own and sources[:len(own)] == own
-    assert hits != fixed  # the stored weights, not FUSION's, ranked them
-    assert load_calibration(sample_config.workspace_dir) == first  # deterministic, and rewritten whole

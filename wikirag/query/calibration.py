@@ -12,7 +12,6 @@ more than `STALE_SHARE`.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import re
@@ -20,14 +19,11 @@ import statistics
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from wikirag.index.lexical import tokenize
 from wikirag.query.notes import NoteTable
 from wikirag.query.ranking import FUSION, Fusion, fuse, note_rankings
-
-if TYPE_CHECKING:
-    from wikirag.settings import WikiragConfig
 
 CALIBRATION_FILENAME = "wikirag_calibration.json"
 VERSION = 1
@@ -147,22 +143,3 @@ def fusion_from(data: dict[str, Any] | None, base: Fusion = FUSION) -> Fusion:
         return base
     return replace(base, weights={**base.weights, **{k: float(v) for k, v in data["weights"].items()
                                                     if k in base.weights}})
-
-
-async def vault_fusion(config: WikiragConfig, notes: NoteTable, lexical: Any, rag: Any = None) -> Fusion:
-    """The fusion for this store: the stored calibration, recomputed first when it is missing or stale and an
-    open engine (`rag`) can ask LightRAG; FUSION when there is none (no engine yet, no lexical index)."""
-    data = load_calibration(config.workspace_dir)
-    if rag is not None and lexical is not None and is_stale(data, len(notes.notes)):
-        from wikirag.query.retrieve import query_store
-        from wikirag.query.search import read_note_text
-
-        async def chunks(query: str) -> list[dict[str, Any]]:
-            found = await query_store(config, query, mode="naive", context_only=True, rag=rag, notes=notes,
-                                      fusion=False)
-            return found.chunks
-
-        data = await calibrate(notes, lexical, lambda p: read_note_text(config.vault, p), chunks)
-        with contextlib.suppress(OSError):  # a read-only store still answers, with this run's weights
-            save_calibration(config.workspace_dir, data)
-    return fusion_from(data)

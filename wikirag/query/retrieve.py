@@ -213,13 +213,6 @@ async def query_store(
                 raise QueryFailed(f"query failed: {message}")
             raw = {"data": {}, "metadata": raw.get("metadata")}  # nothing matched: an empty context, not an error
         data = raw.get("data") or {}
-        weights = None
-        if fusion:  # the vault's calibrated weights (query.calibration), computed once while the engine is open
-            from wikirag.index.lexical import load_index
-            from wikirag.query.calibration import vault_fusion
-
-            lexical = lexical if lexical is not None else load_index(config.workspace_dir)
-            weights = await vault_fusion(config, notes, lexical, rag)
         answer = None
         if use_llm:
             llm = raw.get("llm_response") or {}
@@ -231,13 +224,15 @@ async def query_store(
                 raise QueryFailed("the LLM returned no answer")
     paths = _source_paths(data, notes)
     found_by: list[list[str]] = [["lightrag"] for _ in paths]
-    if weights is not None:
+    if fusion:
+        from wikirag.index.lexical import load_index
         from wikirag.query.search import fused_sources
 
+        lexical = lexical if lexical is not None else load_index(config.workspace_dir)
         context = QueryResult(question, mode, None, None, {}, data.get("entities", []),
                               data.get("relationships", []), data.get("chunks", []))
         # as many sources as LightRAG cited (at least 5): the fused ranking chooses which
-        ranked = fused_sources(notes, lexical, question, context, paths, weights)[:max(5, len(paths))]
+        ranked = fused_sources(notes, lexical, question, context, paths)[:max(5, len(paths))]
         paths, found_by = [p for p, _ in ranked], [f for _, f in ranked]
     sources = [Source(p, notes.title(p), obsidian_uri(config.vault, p), f) for p, f in zip(paths, found_by,
                                                                                           strict=True)]

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from wikirag.errors import QueryFailed
 from wikirag.index.lexical import tokenize
 from wikirag.query.notes import NoteTable, obsidian_uri
-from wikirag.query.ranking import FUSION, Fusion, fuse, note_rankings, rrf
+from wikirag.query.ranking import FUSION, fuse, note_rankings, rrf
 
 if TYPE_CHECKING:
     from wikirag.index.lexical import LexicalIndex
@@ -51,13 +51,13 @@ class SearchResult:
 
 
 def fused_sources(notes: NoteTable, index: LexicalIndex | None, question: str, retrieved: QueryResult,
-                  sources: list[str], fusion: Fusion = FUSION) -> list[tuple[str, list[str]]]:
+                  sources: list[str]) -> list[tuple[str, list[str]]]:
     """LightRAG's sources re-ranked: its context (chunks, and entities/relations in the graph modes) fused
     with BM25 and the names in the question; each note with the signals that found it."""
     rankings, _ = note_rankings(notes, index, question, chunks=retrieved.chunks, entities=retrieved.entities,
                                 relations=retrieved.relations)
     rankings["lightrag"] = list(dict.fromkeys([*rankings["lightrag"], *sources]))
-    return [(p, found) for p, _score, found in fuse(notes, rankings, fusion)]
+    return [(p, found) for p, _score, found in fuse(notes, rankings)]
 
 
 def best_passages(text: str, query: str, count: int = 2, width: int = 320) -> list[str]:
@@ -108,12 +108,7 @@ async def search_notes(config: WikiragConfig, query: str, *, notes: NoteTable, l
         path = chunk.get("file_path", "")
         if path and path not in headings and chunk.get("heading"):
             headings[path] = str(chunk.get("heading"))
-    fusion = FUSION
-    if retrieved is not None:  # the vault's calibrated weights (query.calibration); lexical mode has no LightRAG
-        from wikirag.query.calibration import vault_fusion
-
-        fusion = await vault_fusion(config, notes, lexical, rag)
-    fused = fuse(notes, rankings, fusion)[:limit]
+    fused = fuse(notes, rankings, FUSION)[:limit]
     hits = []
     for path, score, found in fused:
         heading = headings.get(path, "")
