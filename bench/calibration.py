@@ -1,5 +1,6 @@
-"""Per-vault calibration (query.calibration) against the shipped fixed fusion, offline on LightRAG's cached
-answers (bench/fusion_sweep.py), on hand-written question sets the calibration never sees.
+"""Per-vault calibration (query.calibration; not shipped, see docs/retrieval.md) against the shipped fixed
+fusion, offline on LightRAG's cached answers (bench/fusion_sweep.py), on hand-written question sets the
+calibration never sees.
 
     python bench/calibration.py --set NAME VAULT QUESTIONS [--store NAME=DIR] ... [--cache DIR]
 
@@ -16,6 +17,7 @@ import os
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -24,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from fusion_sweep import MODES, evaluate, load_set, score  # noqa: E402
 
-from wikirag.query.calibration import calibrate, fusion_from  # noqa: E402
+from wikirag.query.calibration import calibrate  # noqa: E402
 from wikirag.query.engine import WarmEngine  # noqa: E402
 from wikirag.query.ranking import FUSION  # noqa: E402
 from wikirag.query.search import read_note_text  # noqa: E402
@@ -61,7 +63,7 @@ def main() -> None:
               f"({wall:.1f} s wall, {ccpu:.1f} s CPU): signal MRR {cal['signal_mrr']}, fused MRR by LightRAG "
               f"weight {cal['fused_mrr']} -> weights {cal['weights']}")
         print(f"  {'recall@5/MRR':24}" + "".join(f"{c:>12}" for c in cols) + f"{'mean':>12}")
-        for label, fusion in (("fixed (shipped)", FUSION), ("calibrated", fusion_from(cal))):
+        for label, fusion in (("fixed (shipped)", FUSION), ("calibrated", replace(FUSION, weights=cal["weights"]))):
             figures = evaluate(data, fusion)
             mean = [statistics.mean(f[i] for f in figures.values()) for i in (0, 1)]
             print(f"  {label:24}" + "".join(f"{figures[c][0]:6.3f}/{figures[c][1]:.2f}" for c in cols)

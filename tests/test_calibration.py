@@ -1,23 +1,12 @@
-"""Per-vault fusion weights from pseudo-queries (query.calibration): which signal wins on a constructed vault,
-determinism, the pseudo-query itself, and the stored file with its fallbacks."""
+"""Per-vault fusion weights from pseudo-queries (query.calibration, measured by bench/calibration.py, not used
+by search): which signal wins on a constructed vault, determinism, the pseudo-query itself."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 
 from wikirag.index.lexical import build_index, tokenize
-from wikirag.query.calibration import (
-    CALIBRATION_FILENAME,
-    GRID,
-    calibrate,
-    fusion_from,
-    is_stale,
-    load_calibration,
-    pseudo_query,
-    sample_notes,
-    save_calibration,
-)
+from wikirag.query.calibration import GRID, calibrate, pseudo_query, sample_notes
 from wikirag.query.notes import NoteTable
 from wikirag.query.ranking import FUSION
 
@@ -80,22 +69,3 @@ def test_the_draw_is_a_fixed_order_independent_of_listing_order():
     paths = [f"n{i}.md" for i in range(30)]
     assert sample_notes(paths) == sample_notes(list(reversed(paths)))
     assert sorted(sample_notes(paths)) == sorted(paths) and sample_notes(paths) != paths
-
-
-def test_stored_weights_are_used_and_fall_back_when_missing_or_corrupt(tmp_path):
-    assert load_calibration(tmp_path) is None and fusion_from(None) == FUSION
-    save_calibration(tmp_path, {"version": 1, "notes": 100, "weights": {"lightrag": 2.0, "graph": 2.0}})
-    data = load_calibration(tmp_path)
-    fusion = fusion_from(data)
-    assert fusion.weights == {**FUSION.weights, "lightrag": 2.0, "graph": 2.0} and fusion.k == FUSION.k
-    for broken in ("{not json", json.dumps([1, 2]), json.dumps({"version": 99, "weights": {"lightrag": 1}}),
-                   json.dumps({"version": 1, "weights": {"lightrag": -1}})):
-        (tmp_path / CALIBRATION_FILENAME).write_text(broken)
-        assert load_calibration(tmp_path) is None
-
-
-def test_a_calibration_goes_stale_when_the_vault_grew_or_shrank_by_more_than_a_tenth():
-    data = {"notes": 100}
-    assert is_stale(None, 100)
-    assert not is_stale(data, 100) and not is_stale(data, 110) and not is_stale(data, 90)
-    assert is_stale(data, 111) and is_stale(data, 89)

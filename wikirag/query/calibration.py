@@ -1,19 +1,22 @@
 """Per-vault fusion weights from pseudo-queries drawn from the vault's own notes (no hand-written answers).
 
+NOT USED by `search` or `query`: it failed the held-out rule for issue 15 (docs/retrieval.md, "Tried, not
+shipped"); bench/calibration.py measures it, for the next attempt.
+
 The shipped weights (query.ranking.FUSION) lead with BM25 because BM25 was the stronger signal on English
 prose vaults; on a vault of short LaTeX-heavy notes the vector side can be the stronger one. Calibration asks
 each signal to find the note a pseudo-query was drawn from: a deterministic sample of notes, from each the
-sentence with most words (math, links and markup stripped, the note's title and alias words removed so that
-it is not a title echo, stopwords dropped). The LightRAG weight (and the graph weight with it) is then
-chosen from a small grid by the fused ranking's mean reciprocal rank of the source note; ties go to the
-shipped weight. The result is a small JSON in the store, recomputed when the vault's note count moved by
-more than `STALE_SHARE`.
+line or sentence with most words (math, links, markup and "Key: value" metadata stripped, the note's title
+and alias words removed so that it is not a title echo, stopwords dropped). The LightRAG weight (and the
+graph weight with it) is chosen from a small grid by the fused ranking's mean reciprocal rank of the source
+note; ties go to the shipped weight. Why it failed: a pseudo-query is the note's own words, so BM25 finds its
+note far more often than the vectors on every vault (mathwiki included), while paraphrased questions favour
+the vectors on mathwiki.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import statistics
 from collections.abc import Awaitable, Callable
@@ -25,11 +28,9 @@ from wikirag.index.lexical import tokenize
 from wikirag.query.notes import NoteTable
 from wikirag.query.ranking import FUSION, Fusion, fuse, note_rankings
 
-CALIBRATION_FILENAME = "wikirag_calibration.json"
 VERSION = 1
 SAMPLE = 50  # notes drawn as pseudo-queries
 GRID = (0.2, 0.5, 1.0, 2.0)  # LightRAG (and graph) weight against lexical 1; 0.2 is the shipped one
-STALE_SHARE = 0.1  # recompute when the note count changed by more than this share
 MAX_WORDS = 12
 MIN_WORDS = 5
 
@@ -86,7 +87,7 @@ async def calibrate(notes: NoteTable, lexical: Any, read: Callable[[str], str],
                     vector_chunks: Callable[[str], Awaitable[list[dict[str, Any]]]],
                     count: int = SAMPLE) -> dict[str, Any]:
     """Draw pseudo-queries, rank with each signal (LightRAG's naive chunks via `vector_chunks`), choose the
-    weight. Returns the JSON-ready calibration (weights, per-signal and per-weight MRR, sample size)."""
+    weight. Returns the weights with the per-signal and per-weight MRR and the sample size."""
     drawn: list[tuple[str, dict[str, list[str]]]] = []
     for path in sample_notes(list(notes.notes)):
         if len(drawn) >= count:
@@ -106,40 +107,3 @@ async def calibrate(notes: NoteTable, lexical: Any, read: Callable[[str], str],
     chosen = max(GRID, key=lambda w: (by_weight[str(w)], -abs(w - shipped)))
     return {"version": VERSION, "notes": len(notes.notes), "sample": len(drawn), "signal_mrr": signals,
             "fused_mrr": by_weight, "weights": dict(weighted(chosen).weights)}
-
-
-def load_calibration(workspace_dir: Path) -> dict[str, Any] | None:
-    """The stored calibration, or None when missing, unreadable or not this version (then FUSION is used)."""
-    try:
-        data = json.loads((workspace_dir / CALIBRATION_FILENAME).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict):
-        return None
-    weights = data.get("weights")
-    if data.get("version") != VERSION or not isinstance(weights, dict) or not all(
-            isinstance(v, int | float) and v >= 0 for v in weights.values()):
-        return None
-    return data
-
-
-def save_calibration(workspace_dir: Path, data: dict[str, Any]) -> None:
-    from wikirag.storage.fs import atomic_write_text
-
-    atomic_write_text(workspace_dir / CALIBRATION_FILENAME, json.dumps(data, indent=1, sort_keys=True))
-
-
-def is_stale(data: dict[str, Any] | None, note_count: int) -> bool:
-    """Missing, or drawn from a vault whose note count has since moved by more than STALE_SHARE."""
-    if data is None:
-        return True
-    before = int(data.get("notes") or 0)
-    return abs(note_count - before) > STALE_SHARE * max(before, 1)
-
-
-def fusion_from(data: dict[str, Any] | None, base: Fusion = FUSION) -> Fusion:
-    """The calibrated fusion, or `base` when there is no usable calibration."""
-    if data is None:
-        return base
-    return replace(base, weights={**base.weights, **{k: float(v) for k, v in data["weights"].items()
-                                                    if k in base.weights}})
