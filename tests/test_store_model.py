@@ -52,7 +52,8 @@ def test_an_old_store_keeps_its_model_for_edits_and_queries(tmp_path: Path, aske
     asked.clear()
 
     note = next(vault.rglob("*.md"))
-    note.write_text(note.read_text(encoding="utf-8") + "\n\nA new closing line about cipher wheels.\n", encoding="utf-8")
+    text = note.read_text(encoding="utf-8")
+    note.write_text(text + "\n\nA new closing line about cipher wheels.\n", encoding="utf-8")
     result = _run("index", str(vault), "--json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["notes_indexed"] == 1
