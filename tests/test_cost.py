@@ -190,7 +190,7 @@ def test_default_hint_is_the_pipelines_header():
     notes = {turing.path: turing, bombe.path: bombe}
     outgoing = [(WikiLink(raw="[[Bombe]]", target="Bombe"), Resolution("resolved", bombe.path)),
                 (WikiLink(raw="[[Nowhere]]", target="Nowhere"), Resolution("unresolved"))]
-    from wikirag.plan.cost import hint_text
+    from wikirag.plan.hints import hint_text
 
     text = hint_text(turing, outgoing, notes)
     assert text == note_hint(turing, outgoing, note_entity_names(notes), notes, "person")
