@@ -3,7 +3,9 @@
 `cost-estimate` prices a vault four times: the routed plan, then one setting away (the other routing policy,
 gleaning on or off, no packing). Each pass cut every note into chunks (the structure pass and a tokenizer
 call for its breadcrumb), found the names in its sentences and counted its hint header: the same work, four
-times over. One `EstimateMemo` shared by the passes does each once per note (and per chunk settings).
+times over. One `EstimateMemo` shared by the passes does each once per note (and per chunk settings), and
+so do the summary model's entity names and per-note link descriptions; `TokenCounts` counts each distinct
+text once (hint headers, packs, descriptions and record names recur from pass to pass).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ class EstimateMemo:
         self._plans: dict[tuple, list[PlannedChunk]] = {}
         self._names: dict[Any, list[list[str]]] = {}
         self._hints: dict[tuple, int] = {}
+        self._shared: dict[Any, Any] = {}
 
     def plan(self, planner: ChunkPlanner, path: Any, body: str, tokens: int, title: str) -> list[PlannedChunk]:
         """planner.wikirag(body, tokens, title), once per note and chunk settings (the chunks are shared:
@@ -45,3 +48,26 @@ class EstimateMemo:
         if found is None:
             found = self._hints[(path, key)] = count()
         return found
+
+    def shared(self, key: Any, make: Callable[[], Any]) -> Any:
+        """`make()` once per `key`; the callers treat what it returns as read-only."""
+        found = self._shared.get(key)
+        if found is None:
+            found = self._shared[key] = make()
+        return found
+
+    def token_counts(self, enc: Any) -> TokenCounts:
+        """One count per distinct text for this encoder, shared by the passes."""
+        return self.shared(("tokens", id(enc)), lambda: TokenCounts(enc))  # TokenCounts keeps enc alive
+
+
+class TokenCounts(dict):
+    """text -> its token count (`len(enc.encode_ordinary(text))`), counted on first lookup only."""
+
+    def __init__(self, enc: Any) -> None:
+        super().__init__()
+        self.enc = enc
+
+    def __missing__(self, text: str) -> int:
+        count = self[text] = len(self.enc.encode_ordinary(text))
+        return count
