@@ -604,3 +604,46 @@ def test_one_memo_for_the_plan_and_its_alternatives_changes_no_figure(tmp_path):
         alone.alternatives = alternatives(vault, config, settings, decisions)
         assert len(shared.alternatives) == 3
         assert json.dumps(shared, default=vars) == json.dumps(alone, default=vars)
+
+
+_TRICKY = st.text(alphabet=st.sampled_from(list("\n\n\n\r \t/-aZ1's:.)#é\u00a0\u2028\u0301漢😀")), max_size=60)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_TRICKY, min_size=1, max_size=6))
+def test_token_counts_by_line_equal_direct_counting(pieces):
+    """TokenCounts sums the counts of a text's lines (cut after newlines before a letter, digit or '-'):
+    each sum equals the tokenizer's own count of the whole text, for both encodings it cuts."""
+    from wikirag.lightrag.tokens import get_encoding
+    from wikirag.plan.memo import TokenCounts
+
+    for name in ("o200k_base", "cl100k_base"):
+        enc = get_encoding(name)
+        counts = TokenCounts(enc)
+        assert counts.by_line
+        for text in ["\n".join(pieces), "\n-".join(pieces), "\nA".join(pieces), "\n/".join(pieces)]:
+            assert counts[text] == len(enc.encode_ordinary(text)), (name, text)
+
+
+def test_token_counts_by_line_on_notes_hints_and_packs():
+    """The same on real texts: every sample note, and the hint and pack texts the estimate counts."""
+    from wikirag.lightrag.tokens import get_encoding
+    from wikirag.plan.memo import TokenCounts
+    from wikirag.plan.packing import Pack, PackItem
+
+    vault = Vault.load(SAMPLE)
+    texts = list(read_note_files(vault, sorted(vault.notes)).values())
+    texts += [hint_text_of(vault, p) for p in sorted(vault.notes)]
+    items = [PackItem(p, n.title, n.body, 0) for p, n in sorted(vault.notes.items())]
+    texts.append(Pack(items).content())
+    for name in ("o200k_base", "cl100k_base"):
+        enc = get_encoding(name)
+        counts = TokenCounts(enc)
+        assert [counts[t] for t in texts] == [len(enc.encode_ordinary(t)) for t in texts]
+        assert len(counts.parts) > len(texts)  # the texts were counted in lines, not whole
+
+
+def hint_text_of(vault: Vault, path: str) -> str:
+    from wikirag.plan.cost import hint_text
+
+    return hint_text(vault.notes[path], vault.outgoing(path), vault.notes)

@@ -103,6 +103,7 @@ def estimate_vault(
     paths = sorted(vault.notes)
     raw = dict(texts) if texts is not None else (read_note_files(vault, paths) if vanilla else {})
     summary_model = SummaryModel(vault, s, sizes, enc, memo)
+    counts = memo.token_counts(enc) if memo is not None else None
     runs = {
         "vanilla": Scenario(s, sizes, s.vanilla_gleaning, price, enc, lightrag_merges=True),
         "wikirag": Scenario(s, sizes, s.gleaning, price, enc, lightrag_merges=False, summaries=summary_model),
@@ -138,8 +139,8 @@ def estimate_vault(
         pending_pack = False
         if decision.route == "extract":
             if s.hint and memo is not None and hints is None:
-                hint = memo.hint(path, (s.default_note_type, s.encoding),
-                                 lambda n=note, p=path: _hint_for(hints, n, vault.outgoing(p), vault.notes, titles, s))
+                hint = memo.hint(path, (s.default_note_type, s.encoding), lambda n=note, p=path: counts[
+                    hint_text(n, vault.outgoing(p), vault.notes, s.default_note_type, titles)])
             elif s.hint:
                 hint = _hint_for(hints, note, vault.outgoing(path), vault.notes, titles, s)
             text = extract_text(note.body, decision.sections)
@@ -266,6 +267,7 @@ def _pack_costs(run: Scenario, packable: dict[str, PackItem], vault: Any, titles
     """Small extract-routed notes share one call per pack (plan/packing.py, as the pipeline packs them); a
     note left alone pays its own. Each member's row shows its share of the pack by tokens."""
     memo = memo or EstimateMemo()
+    counts = memo.token_counts(planner.enc)
     packs, alone = pack_items(packable.values(), s.chunk_token_size, s.pack_max_tokens)
     out = []
     for item in alone:
@@ -278,11 +280,10 @@ def _pack_costs(run: Scenario, packable: dict[str, PackItem], vault: Any, titles
     for pack in packs:
         content = pack.content()
         key = ("pack", content)
-        tokens = memo.hint(key, "tokens", lambda c=content: len(planner.enc.encode_ordinary(c)))
+        tokens = memo.hint(key, "tokens", lambda c=content: counts[c])
         hint = 0
         if s.hint:
-            hint = memo.hint(key, s.default_note_type,
-                             lambda p=pack: len(planner.enc.encode_ordinary(_pack_hint(p, vault, titles, s))))
+            hint = memo.hint(key, s.default_note_type, lambda p=pack: counts[_pack_hint(p, vault, titles, s)])
         chunk = PlannedChunk(content, tokens, names=memo.names(key, content))
         cost, _ = run.document(pack.paths[0], content, [chunk], hint)
         cost.chunks, cost.notes = 0, len(pack.members)  # the stored chunks stay per note (counted on the rows)

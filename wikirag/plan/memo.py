@@ -10,6 +10,7 @@ text once (hint headers, packs, descriptions and record names recur from pass to
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -61,13 +62,35 @@ class EstimateMemo:
         return self.shared(("tokens", id(enc)), lambda: TokenCounts(enc))  # TokenCounts keeps enc alive
 
 
+# A text splits into its tokenizer's pieces (the encoding's regex) before BPE, and no piece of these
+# encodings runs past a newline into a following letter, digit or '-' (a piece holds a newline only at its
+# end, and only punctuation's trailing `[\r\n/]*` could take a '/'; the lookaheads see whitespace only).
+# So a text cut right after such newlines counts the sum of its parts' counts: the fixed lines of hint
+# headers and the member notes of packs are counted once, however many texts they recur in. Other
+# encodings are counted whole. tests/test_cost.py checks the sum against direct counting.
+_LINE_SPLIT_ENCODINGS = frozenset({"o200k_base", "cl100k_base"})
+_LINE_START = re.compile(r"(?<=\n)(?=[A-Za-z0-9-])")
+
+
 class TokenCounts(dict):
     """text -> its token count (`len(enc.encode_ordinary(text))`), counted on first lookup only."""
 
     def __init__(self, enc: Any) -> None:
         super().__init__()
         self.enc = enc
+        self.by_line = getattr(enc, "name", None) in _LINE_SPLIT_ENCODINGS
+        self.parts: dict[str, int] = {}
 
     def __missing__(self, text: str) -> int:
-        count = self[text] = len(self.enc.encode_ordinary(text))
+        if not self.by_line or "\n" not in text:
+            count = len(self.enc.encode_ordinary(text))
+        else:
+            count = 0
+            parts = self.parts
+            for part in _LINE_START.split(text):
+                found = parts.get(part)
+                if found is None:
+                    found = parts[part] = len(self.enc.encode_ordinary(part))
+                count += found
+        self[text] = count
         return count
