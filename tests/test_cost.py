@@ -647,3 +647,23 @@ def hint_text_of(vault: Vault, path: str) -> str:
     from wikirag.plan.cost import hint_text
 
     return hint_text(vault.notes[path], vault.outgoing(path), vault.notes)
+
+
+def test_pack_names_are_the_names_of_the_pack_text():
+    """A pack's assumed names are found member by member, reusing each note's body names: the same as
+    sentence_names of the whole pack text, for whole bodies and for sections alike."""
+    from wikirag.plan.cost import _pack_names
+    from wikirag.plan.memo import EstimateMemo
+    from wikirag.plan.mentions import sentence_names
+    from wikirag.plan.packing import Pack, PackItem, extract_text
+
+    vault = Vault.load(SAMPLE)
+    memo = EstimateMemo()
+    items = []
+    for i, (path, note) in enumerate(sorted(vault.notes.items())):
+        body = lightrag_content(note.body)
+        memo.names(path, body)  # as the note's own estimate records them
+        items.append(PackItem(path, note.title, body if i % 2 else extract_text(note.body, [(1, 3)]), 0))
+    pack = Pack(items)
+    assert sum(map(len, _pack_names(pack, vault, memo))) > len(items)
+    assert _pack_names(pack, vault, memo) == sentence_names(pack.content())

@@ -39,7 +39,7 @@ from wikirag.plan.cost_settings import CostSettings, prompt_sizes
 from wikirag.plan.hints import note_hint
 from wikirag.plan.memo import EstimateMemo
 from wikirag.plan.mentions import sentence_names
-from wikirag.plan.packing import PackItem, extract_text, pack_hint, pack_items
+from wikirag.plan.packing import TITLE_PREFIX, PackItem, extract_text, pack_hint, pack_items
 from wikirag.plan.prices import PriceTable
 from wikirag.plan.results import Alternative, CostEstimate, FolderCost, NoteCost, ScenarioCost
 from wikirag.plan.routing import Outgoing, RouteDecision, note_features
@@ -284,7 +284,8 @@ def _pack_costs(run: Scenario, packable: dict[str, PackItem], vault: Any, titles
         hint = 0
         if s.hint:
             hint = memo.hint(key, s.default_note_type, lambda p=pack: counts[_pack_hint(p, vault, titles, s)])
-        chunk = PlannedChunk(content, tokens, names=memo.names(key, content))
+        names = memo.shared((key, "names"), lambda p=pack: _pack_names(p, vault, memo))
+        chunk = PlannedChunk(content, tokens, names=names)
         cost, _ = run.document(pack.paths[0], content, [chunk], hint)
         cost.chunks, cost.notes = 0, len(pack.members)  # the stored chunks stay per note (counted on the rows)
         out.append(cost)
@@ -297,6 +298,17 @@ def _pack_costs(run: Scenario, packable: dict[str, PackItem], vault: Any, titles
             row.pack = len(pack.members)
             row.hint_tokens = hint
             _fill_row(row, share)
+    return out
+
+
+def _pack_names(pack: Any, vault: Any, memo: EstimateMemo) -> list[list[str]]:
+    """sentence_names(pack.content()), member by member (its lines are theirs): a member's title line, then
+    its text, whose names the note's own estimate found already when the text is the whole body."""
+    out: list[list[str]] = []
+    for m in pack.members:
+        out += memo.names(("title", m.title), f"{TITLE_PREFIX}{m.title.strip()}")
+        text = m.text.strip()
+        out += memo.names(m.path if text == lightrag_content(vault.notes[m.path].body) else ("text", text), text)
     return out
 
 
