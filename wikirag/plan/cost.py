@@ -86,6 +86,7 @@ def estimate_vault(
     price_table: PriceTable | None = None,
     vanilla: bool = True,
     memo: EstimateMemo | None = None,
+    member_shares: bool = True,
 ) -> CostEstimate:
     """Estimate all three scenarios for a vault (anything with `.notes` and `.outgoing(path)`).
 
@@ -93,6 +94,7 @@ def estimate_vault(
     (default: read from the vault folder). `hints` gives each extract-routed note's hint-header tokens
     (a dict or a callable); default `hint_tokens`. Notes go in path order, as the pipeline inserts them.
     `memo` shares per-note chunk plans, sentence names and default hint counts between estimates of one vault.
+    `member_shares=False` leaves packed notes' rows without their share of the pack (only the totals are read).
     """
     s = (settings or CostSettings()).resolved()
     table = price_table or PriceTable.load(s.prices_file)
@@ -173,7 +175,7 @@ def estimate_vault(
         f.vanilla_usd += vanilla_cost.usd
         f.vanilla_input_tokens += vanilla_cost.input_tokens
     by_path = {row.path: row for row in rows}
-    pack_costs = _pack_costs(runs["wikirag"], packable, vault, titles, by_path, planner, s, memo)
+    pack_costs = _pack_costs(runs["wikirag"], packable, vault, titles, by_path, planner, s, memo, member_shares)
     for row in rows:
         f = folders[row.folder]
         f.wikirag_usd += row.wikirag.usd
@@ -263,7 +265,7 @@ def _sections_cost(run: Scenario, planner: ChunkPlanner, note: ParsedNote, spans
 
 def _pack_costs(run: Scenario, packable: dict[str, PackItem], vault: Any, titles: Mapping[str, str],
                 rows: dict[str, NoteCost], planner: ChunkPlanner, s: CostSettings,
-                memo: EstimateMemo | None = None) -> list[ScenarioCost]:
+                memo: EstimateMemo | None = None, member_shares: bool = True) -> list[ScenarioCost]:
     """Small extract-routed notes share one call per pack (plan/packing.py, as the pipeline packs them); a
     note left alone pays its own. Each member's row shows its share of the pack by tokens."""
     memo = memo or EstimateMemo()
@@ -292,6 +294,9 @@ def _pack_costs(run: Scenario, packable: dict[str, PackItem], vault: Any, titles
         total = sum(m.tokens for m in pack.members) or 1
         for member in pack.members:
             row = rows[member.path]
+            if not member_shares:  # the totals read only these two
+                row.pack, row.hint_tokens = len(pack.members), hint
+                continue
             share = _share(cost, member.tokens / total)
             share.chunks = row.wikirag.chunks
             share.notes = 1
@@ -407,12 +412,14 @@ def alternatives(vault: Any, config: Any, settings: CostSettings, decisions: Map
     other = next(p for p in POLICIES if p != config.route.policy)
     routed = route_vault(vault, replace(config.route, policy=other), config.route_overrides,
                          encoding=config.index.encoding, body_tokens=body_tokens, figures=figures)
-    est = estimate_vault(vault, routed, settings, vanilla=False, memo=memo)
+    est = estimate_vault(vault, routed, settings, vanilla=False, memo=memo, member_shares=False)
     out.append(Alternative(f'[route] policy = "{other}"', est.routes, est.scenarios["wikirag"]))
     gleaning = 0 if (settings.gleaning or 0) > 0 else 1
-    est = estimate_vault(vault, decisions, replace(settings, gleaning=gleaning), vanilla=False, memo=memo)
+    est = estimate_vault(vault, decisions, replace(settings, gleaning=gleaning), vanilla=False, memo=memo,
+                         member_shares=False)
     out.append(Alternative(f"[index] gleaning = {gleaning}", est.routes, est.scenarios["wikirag"]))
     if settings.pack_max_tokens > 0:
-        est = estimate_vault(vault, decisions, replace(settings, pack_max_tokens=0), vanilla=False, memo=memo)
+        est = estimate_vault(vault, decisions, replace(settings, pack_max_tokens=0), vanilla=False, memo=memo,
+                             member_shares=False)
         out.append(Alternative("[index] pack_max_tokens = 0", est.routes, est.scenarios["wikirag"]))
     return out

@@ -89,7 +89,7 @@ class SummaryModel:
         s, d = self.s, self.s.description_tokens
         cost = ScenarioCost()
         keys = set(self.texts) | set(self.extracted) | {k for k in self.own if k in self.texts or k in self.extracted}
-        for key in sorted(keys, key=str):
+        for key in keys:  # any order: every figure summed here is an int
             texts = list(self.texts.get(key, {}))
             if isinstance(key, str) and key in self.own:
                 texts.insert(0, note_description(self.vault.notes[self.own[key]]))
