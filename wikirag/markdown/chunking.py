@@ -10,6 +10,7 @@ counts are exactly the chunks LightRAG extracts.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,11 +117,17 @@ def chunk_text(text: str, tokenizer: Any, size: int = 600, overlap: int = 60) ->
 
 
 
+_MAY_HEAD = re.compile(r"^[\s>]*[#=-]", re.MULTILINE)  # after indentation and quote markers
+
+
 def first_heading(content: str) -> str:
     """The heading a text opens with ("" if none), as `chunk_text` sees it: the layout pass on the first
     paragraph (a setext heading needs its underline)."""
     end = content.find("\n\n")
-    headings = lay_out(content if end < 0 else content[:end]).headings
+    para = content if end < 0 else content[:end]
+    if not _MAY_HEAD.search(para):  # every heading has a line opening with '#' (ATX) or '=', '-' (setext)
+        return ""
+    headings = lay_out(para).headings
     return headings[0][2].strip() if headings and headings[0][3] == 0 else ""
 
 
