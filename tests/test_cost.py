@@ -652,9 +652,9 @@ def hint_text_of(vault: Vault, path: str) -> str:
 def test_pack_names_are_the_names_of_the_pack_text():
     """A pack's assumed names are found member by member, reusing each note's body names: the same as
     sentence_names of the whole pack text, for whole bodies and for sections alike."""
-    from wikirag.plan.cost import _pack_names
     from wikirag.plan.memo import EstimateMemo
     from wikirag.plan.mentions import sentence_names
+    from wikirag.plan.pack_costs import pack_names as _pack_names
     from wikirag.plan.packing import Pack, PackItem, extract_text
 
     vault = Vault.load(SAMPLE)
