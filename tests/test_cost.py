@@ -667,3 +667,19 @@ def test_pack_names_are_the_names_of_the_pack_text():
     pack = Pack(items)
     assert sum(map(len, _pack_names(pack, vault, memo))) > len(items)
     assert _pack_names(pack, vault, memo) == sentence_names(pack.content())
+
+
+def test_cost_estimate_prices_stock_lightrag_on_the_files_as_read_once(tmp_path):
+    """index.reads keeps the texts Vault.load read cleanly for the vanilla scenario (and reads the others, as
+    estimate_vault would): the same estimate as reading every file again, for BOMs, CRLF, NULs, bad UTF-8."""
+    from wikirag.index.reads import estimate_cost
+    from wikirag.plan.cost import estimate_for_config
+
+    vault = copy_vault(SAMPLE, tmp_path / "vault")
+    (vault / "Bom.md").write_bytes("\ufeff---\ntitle: Bom Note\n---\r\nAda Lovelace met Charles Babbage.\r\n".encode())
+    (vault / "Nul.md").write_bytes(b"---\ntags: [x]\n---\nGrace Hopper\x00 wrote COBOL.\n")
+    (vault / "Bad.md").write_bytes(b"---\ntitle: Bad\n---\nAlan Turing \xff\xfe broke Enigma.\n")
+    config = load_config(vault, store=tmp_path / "store")
+    shared = estimate_cost(config)
+    assert {"Bom.md", "Nul.md", "Bad.md"} <= {row.path for row in shared.notes}
+    assert json.dumps(shared, default=vars) == json.dumps(estimate_for_config(config), default=vars)

@@ -307,11 +307,12 @@ class _OneNote:
 
 
 def estimate_for_config(config: Any, values: Mapping[str, Any] | None = None, *, vault: Any = None,
-                        body_tokens: Mapping[str, int] | None = None, figures: dict | None = None) -> CostEstimate:
+                        body_tokens: Mapping[str, int] | None = None, figures: dict | None = None,
+                        texts: Mapping[str, str] | None = None) -> CostEstimate:
     """Scan, route and estimate a configured vault: what `wikirag cost-estimate` runs. Reads only the
     vault; needs no store and no LLM. `values` are command-line overrides of [cost] keys. A caller that
     has the vault loaded (and its body token counts, routing's character figures) passes them (index.reads
-    does, from the parse cache)."""
+    does, from the parse cache, with the raw files as read: `texts`)."""
     from wikirag.plan.routing import route_vault
     from wikirag.vault.model import Vault
 
@@ -321,7 +322,7 @@ def estimate_for_config(config: Any, values: Mapping[str, Any] | None = None, *,
                             body_tokens=body_tokens, figures=figures)
     settings = CostSettings.from_config(config, values)
     memo = EstimateMemo()
-    estimate = estimate_vault(vault, decisions, settings, memo=memo)
+    estimate = estimate_vault(vault, decisions, settings, memo=memo, texts=texts)
     estimate.alternatives = alternatives(vault, config, settings, decisions, body_tokens, figures, memo)
     return estimate
 
