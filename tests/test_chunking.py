@@ -1,3 +1,6 @@
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
 from wikirag.lightrag.tokens import lightrag_tokenizer
 from wikirag.markdown.chunking import chunk_text, heading_record, lightrag_chunking_func
 
@@ -63,3 +66,28 @@ def test_a_body_h1_equal_to_the_title_is_not_repeated():
     assert heading_record("Bombe", ["Bombe", "Design"]) == {
         "level": 2, "heading": "Design", "parent_headings": ["Bombe"]}
     assert heading_record("Bombe", ["The machine"])["parent_headings"] == ["Bombe"]
+
+
+_LINE = st.one_of(st.text(alphabet=st.sampled_from(list("#=-> \t\u00a0*1.aZ[]!`<%$~|&\\")), max_size=8),
+                  st.from_regex(r"#{1,7}[ \t]?[a-z #%$`<|]{0,6}", fullmatch=True))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_LINE, min_size=1, max_size=4))
+@example(["# a #"])
+@example(["#  x ##  "])
+@example(["## x %% y %%"])
+@example(["# a | b", "", "text"])
+@example(["#tag line"])
+@example(["####### seven"])
+@example(["#\tTab `code` <!-- c -->"])
+def test_first_heading_skips_the_layout_pass_only_where_no_heading_can_open(lines):
+    """first_heading answers "" without the layout pass when no line opens with '#', '=' or '-' (after
+    indentation and quote markers): the same answer as the layout pass's, for any opening paragraph."""
+    from wikirag.markdown.chunking import first_heading
+    from wikirag.markdown.layout import lay_out
+
+    content = "\n".join(lines)
+    end = content.find("\n\n")
+    headings = lay_out(content if end < 0 else content[:end]).headings
+    assert first_heading(content) == (headings[0][2].strip() if headings and headings[0][3] == 0 else "")

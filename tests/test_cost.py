@@ -604,3 +604,82 @@ def test_one_memo_for_the_plan_and_its_alternatives_changes_no_figure(tmp_path):
         alone.alternatives = alternatives(vault, config, settings, decisions)
         assert len(shared.alternatives) == 3
         assert json.dumps(shared, default=vars) == json.dumps(alone, default=vars)
+
+
+_TRICKY = st.text(alphabet=st.sampled_from(list("\n\n\n\r \t/-aZ1's:.)#é\u00a0\u2028\u0301漢😀")), max_size=60)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_TRICKY, min_size=1, max_size=6))
+def test_token_counts_by_line_equal_direct_counting(pieces):
+    """TokenCounts sums the counts of a text's lines (cut after newlines before a letter, digit or '-'):
+    each sum equals the tokenizer's own count of the whole text, for both encodings it cuts."""
+    from wikirag.lightrag.tokens import get_encoding
+    from wikirag.plan.memo import TokenCounts
+
+    for name in ("o200k_base", "cl100k_base"):
+        enc = get_encoding(name)
+        counts = TokenCounts(enc)
+        assert counts.by_line
+        for text in ["\n".join(pieces), "\n-".join(pieces), "\nA".join(pieces), "\n/".join(pieces)]:
+            assert counts[text] == len(enc.encode_ordinary(text)), (name, text)
+
+
+def test_token_counts_by_line_on_notes_hints_and_packs():
+    """The same on real texts: every sample note, and the hint and pack texts the estimate counts."""
+    from wikirag.lightrag.tokens import get_encoding
+    from wikirag.plan.memo import TokenCounts
+    from wikirag.plan.packing import Pack, PackItem
+
+    vault = Vault.load(SAMPLE)
+    texts = list(read_note_files(vault, sorted(vault.notes)).values())
+    texts += [hint_text_of(vault, p) for p in sorted(vault.notes)]
+    items = [PackItem(p, n.title, n.body, 0) for p, n in sorted(vault.notes.items())]
+    texts.append(Pack(items).content())
+    for name in ("o200k_base", "cl100k_base"):
+        enc = get_encoding(name)
+        counts = TokenCounts(enc)
+        assert [counts[t] for t in texts] == [len(enc.encode_ordinary(t)) for t in texts]
+        assert len(counts.parts) > len(texts)  # the texts were counted in lines, not whole
+
+
+def hint_text_of(vault: Vault, path: str) -> str:
+    from wikirag.plan.cost import hint_text
+
+    return hint_text(vault.notes[path], vault.outgoing(path), vault.notes)
+
+
+def test_pack_names_are_the_names_of_the_pack_text():
+    """A pack's assumed names are found member by member, reusing each note's body names: the same as
+    sentence_names of the whole pack text, for whole bodies and for sections alike."""
+    from wikirag.plan.memo import EstimateMemo
+    from wikirag.plan.mentions import sentence_names
+    from wikirag.plan.pack_costs import pack_names as _pack_names
+    from wikirag.plan.packing import Pack, PackItem, extract_text
+
+    vault = Vault.load(SAMPLE)
+    memo = EstimateMemo()
+    items = []
+    for i, (path, note) in enumerate(sorted(vault.notes.items())):
+        body = lightrag_content(note.body)
+        memo.names(path, body)  # as the note's own estimate records them
+        items.append(PackItem(path, note.title, body if i % 2 else extract_text(note.body, [(1, 3)]), 0))
+    pack = Pack(items)
+    assert sum(map(len, _pack_names(pack, vault, memo))) > len(items)
+    assert _pack_names(pack, vault, memo) == sentence_names(pack.content())
+
+
+def test_cost_estimate_prices_stock_lightrag_on_the_files_as_read_once(tmp_path):
+    """index.reads keeps the texts Vault.load read cleanly for the vanilla scenario (and reads the others, as
+    estimate_vault would): the same estimate as reading every file again, for BOMs, CRLF, NULs, bad UTF-8."""
+    from wikirag.index.reads import estimate_cost
+    from wikirag.plan.cost import estimate_for_config
+
+    vault = copy_vault(SAMPLE, tmp_path / "vault")
+    (vault / "Bom.md").write_bytes("\ufeff---\ntitle: Bom Note\n---\r\nAda Lovelace met Charles Babbage.\r\n".encode())
+    (vault / "Nul.md").write_bytes(b"---\ntags: [x]\n---\nGrace Hopper\x00 wrote COBOL.\n")
+    (vault / "Bad.md").write_bytes(b"---\ntitle: Bad\n---\nAlan Turing \xff\xfe broke Enigma.\n")
+    config = load_config(vault, store=tmp_path / "store")
+    shared = estimate_cost(config)
+    assert {"Bom.md", "Nul.md", "Bad.md"} <= {row.path for row in shared.notes}
+    assert json.dumps(shared, default=vars) == json.dumps(estimate_for_config(config), default=vars)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
 
 from wikirag.graph.naming import attachment_name, unresolved_name
@@ -31,6 +32,7 @@ _WIKILINK_TEXT = re.compile(r"!?\[\[([^\]|]*)(?:\|([^\]]*))?\]\]")
 _MD_LINK_TEXT = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 
 
+@lru_cache(maxsize=1 << 16)  # pure; a sentence holding several links, and each link's text, recur
 def plain_text(text: str) -> str:
     """Flatten link syntax to the words a reader sees."""
     text = _WIKILINK_TEXT.sub(lambda m: (m.group(2) or m.group(1).split("#")[0] or m.group(1)).strip(), text)

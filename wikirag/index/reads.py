@@ -14,15 +14,17 @@ from wikirag.index.parsecache import ParseCache, load_parse_cache
 from wikirag.lightrag.tokens import get_encoding
 from wikirag.settings import WikiragConfig
 from wikirag.vault.model import Vault, cyclic_gc_paused
+from wikirag.vault.read import read_note_files
 
 
-def read_vault(config: WikiragConfig, exclude: Sequence[str] | None = None,
-               cache: ParseCache | None = None) -> tuple[Vault, dict[str, int]]:
-    """The parsed vault and each note's body tokens (as routing counts them), from the cache where valid."""
+def read_vault(config: WikiragConfig, exclude: Sequence[str] | None = None, cache: ParseCache | None = None,
+               texts: dict[str, str] | None = None) -> tuple[Vault, dict[str, int]]:
+    """The parsed vault and each note's body tokens (as routing counts them), from the cache where valid;
+    `texts` receives the files read cleanly (Vault.load)."""
     with cyclic_gc_paused():
         cache = cache if cache is not None else load_parse_cache(config.workspace_dir, config.index.encoding)
         vault = Vault.load(config.vault, exclude=config.exclude if exclude is None else exclude,
-                           parsed={p: (d, n) for p, (d, n, _) in cache.items()}, trusted=cache.stats)
+                           parsed={p: (d, n) for p, (d, n, _) in cache.items()}, trusted=cache.stats, texts=texts)
         encoder = None
         tokens = {}
         for p, note in vault.notes.items():
@@ -41,7 +43,9 @@ def estimate_cost(config: WikiragConfig, values: dict[str, Any] | None = None) -
 
     with cyclic_gc_paused():  # a million long-lived objects (vault, per-note rows), no cycles: see vault.model
         cache = load_parse_cache(config.workspace_dir, config.index.encoding)
-        vault, tokens = read_vault(config, cache=cache)
+        texts: dict[str, str] = {}  # the raw files for the stock-LightRAG scenario: those the cache spared are read
+        vault, tokens = read_vault(config, cache=cache, texts=texts)
+        texts.update(read_note_files(vault, [p for p in sorted(vault.notes) if p not in texts]))
         return estimate_for_config(config, values, vault=vault, body_tokens=tokens,
-                                   figures=cache.valid_figures(vault.digests))
+                                   figures=cache.valid_figures(vault.digests), texts=texts)
 

@@ -187,7 +187,8 @@ def lightrag_content(text: str) -> str:
 
 @lru_cache(maxsize=1)
 def _breadcrumb_format() -> tuple[int, str]:
-    import_lightrag()
+    # `lightrag.chunk_schema` alone (~5 ms: re, unicodedata and lightrag.constants, no .env loading), not
+    # import_lightrag's ~0.6 s of lightrag.base that cost-estimate never needs
     from lightrag.chunk_schema import DEFAULT_HEADING_LEVEL_MAX_CHARS, HEADING_BREADCRUMB_SEP
 
     return DEFAULT_HEADING_LEVEL_MAX_CHARS, HEADING_BREADCRUMB_SEP
@@ -212,6 +213,7 @@ def breadcrumb(headings: list[str], max_tokens: int, tokenizer: Any) -> str:
         path = format_heading_context({"heading": heading_record("", headings)})
     if len(path) <= max_tokens:  # a token is at least one character: certainly within the cap
         return path
+    import_lightrag()  # lightrag.operate loads lightrag.base: guard its .env first
     from lightrag.operate import _truncate_section_context
 
     return _truncate_section_context(path, tokenizer, max_tokens)

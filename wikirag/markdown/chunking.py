@@ -10,10 +10,11 @@ counts are exactly the chunks LightRAG extracts.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from wikirag.markdown.layout import lay_out
+from wikirag.markdown.layout import _ATX, heading_text, lay_out
 from wikirag.markdown.structure import code_lines
 
 
@@ -116,11 +117,22 @@ def chunk_text(text: str, tokenizer: Any, size: int = 600, overlap: int = 60) ->
 
 
 
+_MAY_HEAD = re.compile(r"^[\s>]*[#=-]", re.MULTILINE)  # after indentation and quote markers
+_MARKUP = re.compile(r"[%<>$`~|\\&]")  # comments, code, math, tables: left to the layout pass
+
+
 def first_heading(content: str) -> str:
     """The heading a text opens with ("" if none), as `chunk_text` sees it: the layout pass on the first
     paragraph (a setext heading needs its underline)."""
     end = content.find("\n\n")
-    headings = lay_out(content if end < 0 else content[:end]).headings
+    para = content if end < 0 else content[:end]
+    if not _MAY_HEAD.search(para):  # every heading has a line opening with '#' (ATX) or '=', '-' (setext)
+        return ""
+    if para[0] == "#" and "\n" not in para and not _MARKUP.search(para):  # the common "# Title" line alone
+        m = _ATX.match(para)
+        if m:
+            return heading_text(m.group(2) or "").strip()
+    headings = lay_out(para).headings
     return headings[0][2].strip() if headings and headings[0][3] == 0 else ""
 
 

@@ -37,7 +37,8 @@ from wikirag.plan.cost_settings import CostSettings, prompt_sizes
 from wikirag.plan.hints import hint_tokens
 from wikirag.plan.memo import EstimateMemo
 from wikirag.plan.mentions import sentence_names
-from wikirag.plan.packing import PackItem, extract_text, pack_hint, pack_items
+from wikirag.plan.pack_costs import pack_costs as run_pack_costs
+from wikirag.plan.packing import PackItem, extract_text
 from wikirag.plan.prices import PriceTable
 from wikirag.plan.results import Alternative, CostEstimate, FolderCost, NoteCost, ScenarioCost
 from wikirag.plan.routing import Outgoing, RouteDecision, note_features
@@ -61,6 +62,7 @@ def estimate_vault(
     price_table: PriceTable | None = None,
     vanilla: bool = True,
     memo: EstimateMemo | None = None,
+    member_shares: bool = True,
 ) -> CostEstimate:
     """Estimate all three scenarios for a vault (anything with `.notes` and `.outgoing(path)`).
 
@@ -68,6 +70,7 @@ def estimate_vault(
     (default: read from the vault folder). `hints` gives each extract-routed note's hint-header tokens
     (a dict or a callable); default `hint_tokens`. Notes go in path order, as the pipeline inserts them.
     `memo` shares per-note chunk plans, sentence names and default hint counts between estimates of one vault.
+    `member_shares=False` leaves packed notes' rows without their share of the pack (only the totals are read).
     """
     s = (settings or CostSettings()).resolved()
     table = price_table or PriceTable.load(s.prices_file)
@@ -77,7 +80,8 @@ def estimate_vault(
     enc = planner.enc
     paths = sorted(vault.notes)
     raw = dict(texts) if texts is not None else (read_note_files(vault, paths) if vanilla else {})
-    summary_model = SummaryModel(vault, s, sizes, enc)
+    summary_model = SummaryModel(vault, s, sizes, enc, memo)
+    counts = memo.token_counts(enc) if memo is not None else None
     runs = {
         "vanilla": Scenario(s, sizes, s.vanilla_gleaning, price, enc, lightrag_merges=True),
         "wikirag": Scenario(s, sizes, s.gleaning, price, enc, lightrag_merges=False, summaries=summary_model),
@@ -113,8 +117,8 @@ def estimate_vault(
         pending_pack = False
         if decision.route == "extract":
             if s.hint and memo is not None and hints is None:
-                hint = memo.hint(path, (s.default_note_type, s.encoding),
-                                 lambda n=note, p=path: _hint_for(hints, n, vault.outgoing(p), vault.notes, titles, s))
+                hint = memo.hint(path, (s.default_note_type, s.encoding), lambda n=note, p=path: counts[
+                    hint_text(n, vault.outgoing(p), vault.notes, s.default_note_type, titles)])
             elif s.hint:
                 hint = _hint_for(hints, note, vault.outgoing(path), vault.notes, titles, s)
             text = extract_text(note.body, decision.sections)
@@ -147,7 +151,7 @@ def estimate_vault(
         f.vanilla_usd += vanilla_cost.usd
         f.vanilla_input_tokens += vanilla_cost.input_tokens
     by_path = {row.path: row for row in rows}
-    pack_costs = _pack_costs(runs["wikirag"], packable, vault, titles, by_path, planner, s, memo)
+    pack_costs = run_pack_costs(runs["wikirag"], packable, vault, titles, by_path, planner, s, memo, member_shares)
     for row in rows:
         f = folders[row.folder]
         f.wikirag_usd += row.wikirag.usd
@@ -235,69 +239,6 @@ def _sections_cost(run: Scenario, planner: ChunkPlanner, note: ParsedNote, spans
     return cost
 
 
-def _pack_costs(run: Scenario, packable: dict[str, PackItem], vault: Any, titles: Mapping[str, str],
-                rows: dict[str, NoteCost], planner: ChunkPlanner, s: CostSettings,
-                memo: EstimateMemo | None = None) -> list[ScenarioCost]:
-    """Small extract-routed notes share one call per pack (plan/packing.py, as the pipeline packs them); a
-    note left alone pays its own. Each member's row shows its share of the pack by tokens."""
-    memo = memo or EstimateMemo()
-    packs, alone = pack_items(packable.values(), s.chunk_token_size, s.pack_max_tokens)
-    out = []
-    for item in alone:
-        row = rows[item.path]
-        note = vault.notes[item.path]
-        plan = memo.plan(planner, ("alone", item.path, item.text), item.text, item.tokens, note.title)
-        cost, _ = run.document(item.path, item.text, plan, row.hint_tokens)
-        cost.chunks = row.chunks
-        _fill_row(row, cost)
-    for pack in packs:
-        content = pack.content()
-        key = ("pack", content)
-        tokens = memo.hint(key, "tokens", lambda c=content: len(planner.enc.encode_ordinary(c)))
-        hint = 0
-        if s.hint:
-            hint = memo.hint(key, s.default_note_type,
-                             lambda p=pack: len(planner.enc.encode_ordinary(_pack_hint(p, vault, titles, s))))
-        chunk = PlannedChunk(content, tokens, names=memo.names(key, content))
-        cost, _ = run.document(pack.paths[0], content, [chunk], hint)
-        cost.chunks, cost.notes = 0, len(pack.members)  # the stored chunks stay per note (counted on the rows)
-        out.append(cost)
-        total = sum(m.tokens for m in pack.members) or 1
-        for member in pack.members:
-            row = rows[member.path]
-            share = _share(cost, member.tokens / total)
-            share.chunks = row.wikirag.chunks
-            share.notes = 1
-            row.pack = len(pack.members)
-            row.hint_tokens = hint
-            _fill_row(row, share)
-    return out
-
-
-def _pack_hint(pack: Any, vault: Any, titles: Mapping[str, str], s: CostSettings) -> str:
-    members = []
-    for path in pack.paths:
-        note = vault.notes[path]
-        targets = sorted({titles[r.path] for _l, r in vault.outgoing(path)
-                          if r.path and not r.is_attachment and r.path != path and r.path in titles})
-        members.append((titles[path], note_type(note, s.default_note_type), list(note.aliases), targets))
-    return pack_hint(members)
-
-
-def _share(cost: ScenarioCost, part: float) -> ScenarioCost:
-    share = ScenarioCost()
-    for name in vars(cost):
-        value = getattr(cost, name)
-        setattr(share, name, value * part if isinstance(value, float) else round(value * part))
-    return share
-
-
-def _fill_row(row: NoteCost, cost: ScenarioCost) -> None:
-    row.wikirag = cost
-    row.llm_calls, row.input_tokens, row.output_tokens, row.usd = (cost.llm_calls, cost.input_tokens,
-                                                                   cost.output_tokens, cost.usd)
-
-
 def _inject_records(decision: RouteDecision) -> int:
     """Vectors an injected note writes: its entity, one per distinct link target, one per relation."""
     f = decision.features
@@ -341,11 +282,12 @@ class _OneNote:
 
 
 def estimate_for_config(config: Any, values: Mapping[str, Any] | None = None, *, vault: Any = None,
-                        body_tokens: Mapping[str, int] | None = None, figures: dict | None = None) -> CostEstimate:
+                        body_tokens: Mapping[str, int] | None = None, figures: dict | None = None,
+                        texts: Mapping[str, str] | None = None) -> CostEstimate:
     """Scan, route and estimate a configured vault: what `wikirag cost-estimate` runs. Reads only the
     vault; needs no store and no LLM. `values` are command-line overrides of [cost] keys. A caller that
     has the vault loaded (and its body token counts, routing's character figures) passes them (index.reads
-    does, from the parse cache)."""
+    does, from the parse cache, with the raw files as read: `texts`)."""
     from wikirag.plan.routing import route_vault
     from wikirag.vault.model import Vault
 
@@ -355,7 +297,7 @@ def estimate_for_config(config: Any, values: Mapping[str, Any] | None = None, *,
                             body_tokens=body_tokens, figures=figures)
     settings = CostSettings.from_config(config, values)
     memo = EstimateMemo()
-    estimate = estimate_vault(vault, decisions, settings, memo=memo)
+    estimate = estimate_vault(vault, decisions, settings, memo=memo, texts=texts)
     estimate.alternatives = alternatives(vault, config, settings, decisions, body_tokens, figures, memo)
     return estimate
 
@@ -370,12 +312,14 @@ def alternatives(vault: Any, config: Any, settings: CostSettings, decisions: Map
     other = next(p for p in POLICIES if p != config.route.policy)
     routed = route_vault(vault, replace(config.route, policy=other), config.route_overrides,
                          encoding=config.index.encoding, body_tokens=body_tokens, figures=figures)
-    est = estimate_vault(vault, routed, settings, vanilla=False, memo=memo)
+    est = estimate_vault(vault, routed, settings, vanilla=False, memo=memo, member_shares=False)
     out.append(Alternative(f'[route] policy = "{other}"', est.routes, est.scenarios["wikirag"]))
     gleaning = 0 if (settings.gleaning or 0) > 0 else 1
-    est = estimate_vault(vault, decisions, replace(settings, gleaning=gleaning), vanilla=False, memo=memo)
+    est = estimate_vault(vault, decisions, replace(settings, gleaning=gleaning), vanilla=False, memo=memo,
+                         member_shares=False)
     out.append(Alternative(f"[index] gleaning = {gleaning}", est.routes, est.scenarios["wikirag"]))
     if settings.pack_max_tokens > 0:
-        est = estimate_vault(vault, decisions, replace(settings, pack_max_tokens=0), vanilla=False, memo=memo)
+        est = estimate_vault(vault, decisions, replace(settings, pack_max_tokens=0), vanilla=False, memo=memo,
+                             member_shares=False)
         out.append(Alternative("[index] pack_max_tokens = 0", est.routes, est.scenarios["wikirag"]))
     return out

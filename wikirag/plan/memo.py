@@ -3,11 +3,14 @@
 `cost-estimate` prices a vault four times: the routed plan, then one setting away (the other routing policy,
 gleaning on or off, no packing). Each pass cut every note into chunks (the structure pass and a tokenizer
 call for its breadcrumb), found the names in its sentences and counted its hint header: the same work, four
-times over. One `EstimateMemo` shared by the passes does each once per note (and per chunk settings).
+times over. One `EstimateMemo` shared by the passes does each once per note (and per chunk settings), and
+so do the summary model's entity names and per-note link descriptions; `TokenCounts` counts each distinct
+text once (hint headers, packs, descriptions and record names recur from pass to pass).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +23,7 @@ class EstimateMemo:
         self._plans: dict[tuple, list[PlannedChunk]] = {}
         self._names: dict[Any, list[list[str]]] = {}
         self._hints: dict[tuple, int] = {}
+        self._shared: dict[Any, Any] = {}
 
     def plan(self, planner: ChunkPlanner, path: Any, body: str, tokens: int, title: str) -> list[PlannedChunk]:
         """planner.wikirag(body, tokens, title), once per note and chunk settings (the chunks are shared:
@@ -45,3 +49,48 @@ class EstimateMemo:
         if found is None:
             found = self._hints[(path, key)] = count()
         return found
+
+    def shared(self, key: Any, make: Callable[[], Any]) -> Any:
+        """`make()` once per `key`; the callers treat what it returns as read-only."""
+        found = self._shared.get(key)
+        if found is None:
+            found = self._shared[key] = make()
+        return found
+
+    def token_counts(self, enc: Any) -> TokenCounts:
+        """One count per distinct text for this encoder, shared by the passes."""
+        return self.shared(("tokens", id(enc)), lambda: TokenCounts(enc))  # TokenCounts keeps enc alive
+
+
+# A text splits into its tokenizer's pieces (the encoding's regex) before BPE, and no piece of these
+# encodings runs past a newline into a following letter, digit or '-' (a piece holds a newline only at its
+# end, and only punctuation's trailing `[\r\n/]*` could take a '/'; the lookaheads see whitespace only).
+# So a text cut right after such newlines counts the sum of its parts' counts: the fixed lines of hint
+# headers and the member notes of packs are counted once, however many texts they recur in. Other
+# encodings are counted whole. tests/test_cost.py checks the sum against direct counting.
+_LINE_SPLIT_ENCODINGS = frozenset({"o200k_base", "cl100k_base"})
+_LINE_START = re.compile(r"(?<=\n)(?=[A-Za-z0-9-])")
+
+
+class TokenCounts(dict):
+    """text -> its token count (`len(enc.encode_ordinary(text))`), counted on first lookup only."""
+
+    def __init__(self, enc: Any) -> None:
+        super().__init__()
+        self.enc = enc
+        self.by_line = getattr(enc, "name", None) in _LINE_SPLIT_ENCODINGS
+        self.parts: dict[str, int] = {}
+
+    def __missing__(self, text: str) -> int:
+        if not self.by_line or "\n" not in text:
+            count = len(self.enc.encode_ordinary(text))
+        else:
+            count = 0
+            parts = self.parts
+            for part in _LINE_START.split(text):
+                found = parts.get(part)
+                if found is None:
+                    found = parts[part] = len(self.enc.encode_ordinary(part))
+                count += found
+        self[text] = count
+        return count

@@ -27,6 +27,7 @@ from wikirag.graph.records import UNRESOLVED_TYPE
 from wikirag.lightrag.ids import normalize_name
 from wikirag.lightrag.prompts import PromptSizes
 from wikirag.plan.cost_settings import CostSettings
+from wikirag.plan.memo import EstimateMemo
 from wikirag.plan.merges import summary_call, summary_rounds
 from wikirag.plan.results import ScenarioCost
 
@@ -36,14 +37,12 @@ _Key = str | tuple[str, str]
 class SummaryModel:
     """Descriptions per record for the wikirag scenario; `cost()` prices the summaries they call for."""
 
-    def __init__(self, vault: Any, s: CostSettings, sizes: PromptSizes, enc: Any) -> None:
+    def __init__(self, vault: Any, s: CostSettings, sizes: PromptSizes, enc: Any,
+                 memo: EstimateMemo | None = None) -> None:
         self.vault, self.s, self.sizes, self.enc = vault, s, sizes, enc
-        self.names = _Names(note_entity_names(vault.notes))
-        self.unresolved = _unresolved_names(vault, self.names)
-        self.by_name: dict[str, str] = {}  # casefolded name or alias -> entity name
-        for path, note in vault.notes.items():
-            for alias in (*note.aliases, self.names[path]):
-                self.by_name.setdefault(normalize_name(str(alias)).casefold(), self.names[path])
+        self.memo = memo or EstimateMemo()  # names and link descriptions: the same in every pass of a vault
+        self.names, self.unresolved, self.by_name = self.memo.shared("summary names", lambda: _vault_names(vault))
+        self.counts = self.memo.token_counts(enc)
         self.texts: dict[_Key, dict[str, None]] = {}  # record -> distinct descriptions (a dict keeps order)
         self.own: dict[str, str] = {}  # entity -> path of the note whose description it carries (read lazily)
         self.extracted: dict[_Key, int] = {}  # record -> descriptions from extraction
@@ -51,17 +50,24 @@ class SummaryModel:
 
     def note(self, path: str) -> None:
         """An indexed note's own description and its links' sentences."""
+        self.own.setdefault(self.names[path], path)
+        for key, text, unresolved in self.memo.shared(("summary note", path), lambda: self._link_texts(path)):
+            self.texts.setdefault(key, {})[text] = None
+            if unresolved is not None:
+                self.texts.setdefault(unresolved, {})[text] = None
+                self.unresolved_targets.add(unresolved)
+
+    def _link_texts(self, path: str) -> list[tuple[_Key, str, str | None]]:
+        """(relation, its link's description, the unresolved target it first mentions or None) per link."""
         note = self.vault.notes[path]
         me = self.names[path]
-        self.own.setdefault(me, path)
+        out = []
         seen: set[str] = set()
         for link, target, target_type in link_targets(note, self.vault.outgoing(path), self.names, self.unresolved):
-            text = link_description(me, target, link)
-            self.texts.setdefault(relation_key(me, target), {})[text] = None
-            if target_type == UNRESOLVED_TYPE and target not in seen:  # the first mention in this note
-                self.texts.setdefault(target, {})[text] = None
-                self.unresolved_targets.add(target)
+            first = target_type == UNRESOLVED_TYPE and target not in seen  # the first mention in this note
+            out.append((relation_key(me, target), link_description(me, target, link), target if first else None))
             seen.add(target)
+        return out
 
     def chunk(self, entities: Iterable[str], relations: Iterable[tuple[str, str]]) -> None:
         """One extraction prompt's assumed records (a distinct prompt: a cached repeat adds nothing)."""
@@ -83,7 +89,7 @@ class SummaryModel:
         s, d = self.s, self.s.description_tokens
         cost = ScenarioCost()
         keys = set(self.texts) | set(self.extracted) | {k for k in self.own if k in self.texts or k in self.extracted}
-        for key in sorted(keys, key=str):
+        for key in keys:  # any order: every figure summed here is an int
             texts = list(self.texts.get(key, {}))
             if isinstance(key, str) and key in self.own:
                 texts.insert(0, note_description(self.vault.notes[self.own[key]]))
@@ -108,7 +114,17 @@ class SummaryModel:
         return cost
 
     def _tokens(self, text: str) -> int:
-        return len(self.enc.encode_ordinary(text))
+        return self.counts[text]
+
+
+def _vault_names(vault: Any) -> tuple[_Names, dict[str, str], dict[str, str]]:
+    """Entity names by path, unresolved names, and entity names by casefolded name or alias."""
+    names = _Names(note_entity_names(vault.notes))
+    by_name: dict[str, str] = {}
+    for path, note in vault.notes.items():
+        for alias in (*note.aliases, names[path]):
+            by_name.setdefault(normalize_name(str(alias)).casefold(), names[path])
+    return names, _unresolved_names(vault, names), by_name
 
 
 class _Names(dict):

@@ -48,14 +48,16 @@ class Vault:
     @classmethod
     def load(cls, root: Path, exclude: Sequence[str] = (), *, max_bytes: int = MAX_NOTE_BYTES,
              parsed: Mapping[str, tuple[str, ParsedNote]] | None = None,
-             trusted: Mapping[str, tuple[int, int]] | None = None, scan: ScanResult | None = None) -> Vault:
+             trusted: Mapping[str, tuple[int, int]] | None = None, scan: ScanResult | None = None,
+             texts: dict[str, str] | None = None) -> Vault:
         """Scan, read, parse and resolve a whole vault. Raises VaultNotFound when `root` is no folder.
 
         `parsed` maps a path to (digest, ParsedNote) from an earlier run: a note whose bytes still have
         that digest is not parsed again (parse_note is pure, so the result would be the same). A note whose
         (size, mtime_ns) equals its `trusted` entry is not even read: the `parsed` digest stands (the caller
         vouches that the stat data is not racy). `scan` is a `scan_vault` result of the same folder and
-        `exclude`, to walk the vault once."""
+        `exclude`, to walk the vault once. `texts`, when given, receives the text of each note read without
+        problems (cost-estimate prices stock LightRAG on the files as read, without reading them again)."""
         root = Path(root)
         if not root.is_dir():
             raise VaultNotFound(f"vault folder not found: {root}")
@@ -81,6 +83,8 @@ class Vault:
                 vault.issues.extend(read.issues)
                 if not read.issues:
                     vault.clean.add(note.path)
+                    if texts is not None and read.text is not None:
+                        texts[note.path] = read.text
                 if read.text is not None:
                     hit = known is not None and known[0] == read.digest
                     vault.notes[note.path] = known[1] if hit else parse_note(read.text, note.path)
