@@ -644,7 +644,7 @@ def test_token_counts_by_line_on_notes_hints_and_packs():
 
 
 def hint_text_of(vault: Vault, path: str) -> str:
-    from wikirag.plan.cost import hint_text
+    from wikirag.plan.hints import hint_text
 
     return hint_text(vault.notes[path], vault.outgoing(path), vault.notes)
 

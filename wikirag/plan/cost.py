@@ -28,13 +28,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from wikirag.graph.contribution import note_type
 from wikirag.lightrag.prompts import lightrag_content
 from wikirag.lightrag.tokens import get_encoding
 from wikirag.models import ParsedNote
 from wikirag.plan.chunk_plans import ChunkPlanner, PlannedChunk
 from wikirag.plan.cost_settings import CostSettings, prompt_sizes
-from wikirag.plan.hints import hint_tokens
+from wikirag.plan.hints import hint_text, hint_tokens
 from wikirag.plan.memo import EstimateMemo
 from wikirag.plan.mentions import sentence_names
 from wikirag.plan.pack_costs import pack_costs as run_pack_costs
