@@ -306,3 +306,15 @@ def test_watch_stops_cleanly_on_a_signal(tmp_path, how):
     fresh = load_config(vault, store=tmp_path / "fresh")
     run_index(fresh)
     assert snapshot(config) == snapshot(fresh)
+
+
+def test_watchdogs_shutdown_race_line_is_dropped_and_nothing_else(caplog):
+    import logging
+
+    import wikirag.index.watch  # noqa: F401  (installs the filter)
+
+    logger = logging.getLogger("watchdog.observers.inotify")
+    with caplog.at_level(logging.DEBUG, logger="watchdog.observers.inotify"):
+        logger.error("InotifyEmitter.queue_events() called when the thread is inactive")
+        logger.error("inotify watch limit reached")
+    assert [r.getMessage() for r in caplog.records] == ["inotify watch limit reached"]
