@@ -4,6 +4,9 @@ links and attachments, all normalised the way LightRAG normalises extracted name
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from wikirag.lightrag.ids import normalize_name
 from wikirag.models import ParsedNote, WikiLink
 
@@ -42,6 +45,21 @@ def unresolved_name(link: WikiLink) -> str:
     if target.lower().endswith(".md"):
         target = target[:-3]
     return normalize_name(target) or normalize_name(f"Note {target}") or ""
+
+
+def unresolved_names(vault: Any, names: Mapping[str, str]) -> dict[str, str]:
+    """Canonical entity name per casefolded unresolved target of `vault` (anything with `notes` and
+    `outgoing(path)`): a note entity with that name if one exists (the same thing, written before its note
+    was), else the smallest spelling seen. `names` maps note paths to their entity names."""
+    by_casefold = {name.casefold(): name for name in names.values()}
+    spellings: dict[str, set[str]] = {}
+    for path in vault.notes:
+        for link, resolution in vault.outgoing(path):
+            if resolution.status == "unresolved":
+                name = unresolved_name(link)
+                if name:
+                    spellings.setdefault(name.casefold(), set()).add(name)
+    return {key: by_casefold.get(key, min(values)) for key, values in spellings.items()}
 
 
 def attachment_name(path: str) -> str:

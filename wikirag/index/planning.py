@@ -13,7 +13,7 @@ from typing import Any
 
 from wikirag.graph.contribution import note_type
 from wikirag.graph.hygiene import EntityNames
-from wikirag.graph.naming import attachment_name, note_entity_names, unresolved_name
+from wikirag.graph.naming import attachment_name, note_entity_names, unresolved_name, unresolved_names
 from wikirag.index.ledger import Ledger
 from wikirag.lightrag.prompts import prompt_example_names
 from wikirag.lightrag.tokens import get_encoding
@@ -53,20 +53,6 @@ class Plan:
     @property
     def to_process(self) -> list[str]:
         return sorted(self.new + self.changed)
-
-
-def unresolved_names(vault: Vault, names: dict[str, str]) -> dict[str, str]:
-    """Canonical entity name per casefolded unresolved target: a note entity with that name if one
-    exists (the same thing, written before its note was), else the smallest spelling seen."""
-    by_casefold = {name.casefold(): name for name in names.values()}
-    spellings: dict[str, set[str]] = {}
-    for path in vault.notes:
-        for link, resolution in vault.outgoing(path):
-            if resolution.status == "unresolved":
-                name = unresolved_name(link)
-                if name:
-                    spellings.setdefault(name.casefold(), set()).add(name)
-    return {key: by_casefold.get(key, min(values)) for key, values in spellings.items()}
 
 
 def note_signature(vault: Vault, path: str, names: dict[str, str], unresolved: dict[str, str],

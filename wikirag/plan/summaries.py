@@ -17,12 +17,12 @@ Texts are counted only for records with two or more fragments: the others never 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from wikirag.graph.contribution import link_description, link_targets, note_description
 from wikirag.graph.merge import relation_key
-from wikirag.graph.naming import note_entity_names, unresolved_name
+from wikirag.graph.naming import note_entity_names, unresolved_names
 from wikirag.graph.records import UNRESOLVED_TYPE
 from wikirag.lightrag.ids import normalize_name
 from wikirag.lightrag.prompts import PromptSizes
@@ -124,7 +124,7 @@ def _vault_names(vault: Any) -> tuple[_Names, dict[str, str], dict[str, str]]:
     for path, note in vault.notes.items():
         for alias in (*note.aliases, names[path]):
             by_name.setdefault(normalize_name(str(alias)).casefold(), names[path])
-    return names, _unresolved_names(vault, names), by_name
+    return names, unresolved_names(vault, names), by_name
 
 
 class _Names(dict):
@@ -135,14 +135,3 @@ class _Names(dict):
         return normalize_name(path.rsplit("/", 1)[-1].removesuffix(".md")) or path
 
 
-def _unresolved_names(vault: Any, names: Mapping[str, str]) -> dict[str, str]:
-    """As index/planning.unresolved_names: a note entity of that name, else the smallest spelling seen."""
-    by_casefold = {name.casefold(): name for name in names.values()}
-    spellings: dict[str, set[str]] = {}
-    for path in vault.notes:
-        for link, resolution in vault.outgoing(path):
-            if resolution.status == "unresolved":
-                name = unresolved_name(link)
-                if name:
-                    spellings.setdefault(name.casefold(), set()).add(name)
-    return {key: by_casefold.get(key, min(values)) for key, values in spellings.items()}
