@@ -136,47 +136,21 @@ class PostgresLedgerStore:
         return None if row is None else dict(row[0])
 
     def save(self, data: dict) -> None:
-        from psycopg.types.json import Jsonb
-
         notes = data.get("notes", {})
         head = {k: v for k, v in data.items() if k != "notes"}
         encoded = {p: _encode(e) for p, e in notes.items()}
         known = self._known
         with connect(self.settings) as conn, conn.transaction():
-            _ensure_ledger_tables(conn)
-            row = conn.execute("SELECT revision FROM wikirag_ledger WHERE workspace = %s FOR UPDATE",
-                               (self.workspace,)).fetchone()
-            current = row[0] if row else 0
-            if known is None or current != self._revision:
-                if known is not None:
-                    raise LedgerConflict(f"{self.location}: the ledger changed since this run read it "
-                                         "(another wikirag wrote this workspace); run the command again")
-                known = None  # never loaded: rewrite every note
-            conn.execute("INSERT INTO wikirag_ledger (workspace, data, revision) VALUES (%s, %s, 1) "
-                         "ON CONFLICT (workspace) DO UPDATE SET data = EXCLUDED.data, "
-                         "revision = wikirag_ledger.revision + 1, updated_at = now()",
-                         (self.workspace, Jsonb(head)))
-            if known is None:
+            current = self._write_head(conn, head, check=known is not None)
+            if known is None:  # never loaded: rewrite every note
                 conn.execute("DELETE FROM wikirag_ledger_notes WHERE workspace = %s", (self.workspace,))
                 known = {}
-            gone = [p for p in known if p not in notes]
-            changed = [(self.workspace, p, digest, text) for p, (digest, text) in encoded.items()
-                       if known.get(p) != digest]
-            if gone:
-                conn.execute("DELETE FROM wikirag_ledger_notes WHERE workspace = %s AND path = ANY(%s)",
-                             (self.workspace, gone))
-            if changed:
-                with conn.cursor() as cur:
-                    cur.executemany("INSERT INTO wikirag_ledger_notes (workspace, path, digest, entry) "
-                                    "VALUES (%s, %s, %s, %s::jsonb) ON CONFLICT (workspace, path) "
-                                    "DO UPDATE SET digest = EXCLUDED.digest, entry = EXCLUDED.entry", changed)
+            self._write_notes(conn, [p for p in known if p not in notes], encoded, known)
         self._revision = current + 1
         self._known = {p: digest for p, (digest, _) in encoded.items()}
 
     def save_rows(self, head: dict, upserts: dict[str, Any], deletes: Any = (), *, replace_all: bool = False) -> None:
         """The head and only these notes, in one transaction; the revision check as in `save`."""
-        from psycopg.types.json import Jsonb
-
         if replace_all:
             self.save({**head, "notes": dict(upserts)})
             return
@@ -185,31 +159,44 @@ class PostgresLedgerStore:
         encoded = {p: _encode(e) for p, e in upserts.items()}
         gone = [p for p in deletes if p not in encoded]
         with connect(self.settings) as conn, conn.transaction():
-            _ensure_ledger_tables(conn)
-            row = conn.execute("SELECT revision FROM wikirag_ledger WHERE workspace = %s FOR UPDATE",
-                               (self.workspace,)).fetchone()
-            current = row[0] if row else 0
-            if current != self._revision:
-                raise LedgerConflict(f"{self.location}: the ledger changed since this run read it "
-                                     "(another wikirag wrote this workspace); run the command again")
-            conn.execute("INSERT INTO wikirag_ledger (workspace, data, revision) VALUES (%s, %s, 1) "
-                         "ON CONFLICT (workspace) DO UPDATE SET data = EXCLUDED.data, "
-                         "revision = wikirag_ledger.revision + 1, updated_at = now()",
-                         (self.workspace, Jsonb(head)))
-            if gone:
-                conn.execute("DELETE FROM wikirag_ledger_notes WHERE workspace = %s AND path = ANY(%s)",
-                             (self.workspace, gone))
-            changed = [(self.workspace, p, digest, text) for p, (digest, text) in encoded.items()
-                       if self._known.get(p) != digest]
-            if changed:
-                with conn.cursor() as cur:
-                    cur.executemany("INSERT INTO wikirag_ledger_notes (workspace, path, digest, entry) "
-                                    "VALUES (%s, %s, %s, %s::jsonb) ON CONFLICT (workspace, path) "
-                                    "DO UPDATE SET digest = EXCLUDED.digest, entry = EXCLUDED.entry", changed)
+            current = self._write_head(conn, head, check=True)
+            self._write_notes(conn, gone, encoded, self._known)
         self._revision = current + 1
         for p in gone:
             self._known.pop(p, None)
         self._known.update({p: digest for p, (digest, _) in encoded.items()})
+
+    def _write_head(self, conn: Any, head: dict, *, check: bool) -> int:
+        """Lock the head row, refuse (with `check`) a revision that moved since this object read it, and
+        write the head with the revision bumped. Returns the revision found."""
+        from psycopg.types.json import Jsonb
+
+        _ensure_ledger_tables(conn)
+        row = conn.execute("SELECT revision FROM wikirag_ledger WHERE workspace = %s FOR UPDATE",
+                           (self.workspace,)).fetchone()
+        current = row[0] if row else 0
+        if check and current != self._revision:
+            raise LedgerConflict(f"{self.location}: the ledger changed since this run read it "
+                                 "(another wikirag wrote this workspace); run the command again")
+        conn.execute("INSERT INTO wikirag_ledger (workspace, data, revision) VALUES (%s, %s, 1) "
+                     "ON CONFLICT (workspace) DO UPDATE SET data = EXCLUDED.data, "
+                     "revision = wikirag_ledger.revision + 1, updated_at = now()",
+                     (self.workspace, Jsonb(head)))
+        return current
+
+    def _write_notes(self, conn: Any, gone: list[str], encoded: dict[str, tuple[str, str]],
+                     known: dict[str, str]) -> None:
+        """Delete the `gone` rows and upsert the encoded notes whose digest differs from `known`."""
+        if gone:
+            conn.execute("DELETE FROM wikirag_ledger_notes WHERE workspace = %s AND path = ANY(%s)",
+                         (self.workspace, gone))
+        changed = [(self.workspace, p, digest, text) for p, (digest, text) in encoded.items()
+                   if known.get(p) != digest]
+        if changed:
+            with conn.cursor() as cur:
+                cur.executemany("INSERT INTO wikirag_ledger_notes (workspace, path, digest, entry) "
+                                "VALUES (%s, %s, %s, %s::jsonb) ON CONFLICT (workspace, path) "
+                                "DO UPDATE SET digest = EXCLUDED.digest, entry = EXCLUDED.entry", changed)
 
     def delete(self) -> None:
         with connect(self.settings) as conn, conn.transaction():
