@@ -6,6 +6,8 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 # Pin rich before anything imports it: a fixed width, no colour, no terminal detection.
 os.environ["COLUMNS"] = "100"
 os.environ["NO_COLOR"] = "1"
@@ -60,4 +62,13 @@ def pytest_collection_modifyitems(session, config, items):  # noqa: ANN001, ANN2
     collected = {Path(str(i.fspath)).resolve().relative_to(ROOT).as_posix() for i in items}
     missing = [p for p in REQUIRED_LIVE if p not in collected and (ROOT / p).exists()]
     if missing and config.args in ([], ["tests"], [str(ROOT / "tests")]):
-        raise __import__("pytest").UsageError(f"live tests not collected in CI: {', '.join(missing)}")
+        raise pytest.UsageError(f"live tests not collected in CI: {', '.join(missing)}")
+
+
+@pytest.fixture
+def fast_embedding(monkeypatch):  # noqa: ANN001, ANN201  (pytest fixture)
+    """The ONNX model is the expensive boundary: CLI and store tests swap in the hashing embedding."""
+    from tests.storekit import HashEmbedding
+    from wikirag.lightrag import engine
+
+    monkeypatch.setattr(engine, "make_embedding_func", lambda spec, counter, base_url=None: HashEmbedding().func())

@@ -114,6 +114,16 @@ def copy_vault(src: Path, dst: Path) -> Path:
     return dst
 
 
+def indexed_copy(src: Path, dst: Path) -> WikiragConfig:
+    """A copy of the vault `src` at `dst`, indexed into its default store with the hashing embedding."""
+    from wikirag.index.run import run_index
+    from wikirag.settings import load_config
+
+    config = load_config(copy_vault(src, dst))
+    run_index(config, embedding_func=HashEmbedding().func())
+    return config
+
+
 def ledger_doc(workspace_dir: Path) -> dict:
     """The ledger document of a file-store workspace (rows in wikirag_index.sqlite), as one dict."""
     from wikirag.storage.sqlite_store import SqliteLedgerStore

@@ -9,20 +9,13 @@ import networkx as nx
 import pytest
 from typer.testing import CliRunner
 
-from tests.storekit import HashEmbedding, copy_vault, snapshot
+from tests.storekit import copy_vault, snapshot
 from wikirag.cli import app
 from wikirag.index.ledger import Ledger
-from wikirag.lightrag import engine
 from wikirag.settings import load_config
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_vault"
 runner = CliRunner()
-
-
-@pytest.fixture
-def fast_embedding(monkeypatch):
-    """The ONNX model is the expensive boundary: swap in the hashing embedding for CLI tests."""
-    monkeypatch.setattr(engine, "make_embedding_func", lambda spec, counter, base_url=None: HashEmbedding().func())
 
 
 @pytest.fixture

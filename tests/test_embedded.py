@@ -48,13 +48,6 @@ def work():
     shutil.rmtree(folder, ignore_errors=True)
 
 
-@pytest.fixture
-def fast_embedding(monkeypatch):
-    from wikirag.lightrag import engine
-
-    monkeypatch.setattr(engine, "make_embedding_func", lambda spec, counter, base_url=None: HashEmbedding().func())
-
-
 def _embedded_vault(work: Path) -> Path:
     vault = copy_vault(SAMPLE, work / "vault")
     (vault / "wikirag.toml").write_text(EMBEDDED_TOML)

@@ -50,10 +50,9 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from tests.storekit import HashEmbedding, snapshot
+from tests.storekit import snapshot
 from wikirag.cli import app
 from wikirag.index import run as index_run
-from wikirag.lightrag import engine
 from wikirag.settings import load_config
 from wikirag.vault import model as vault_model
 
@@ -581,12 +580,6 @@ def apply_edits(w: World, ops: list[tuple[str, str, Entry | None]]) -> None:
                 w.spec.pop(rel, None)
             write_entry(w, rel, e)
             w.spec[rel] = e
-
-
-@pytest.fixture
-def fast_embedding(monkeypatch):
-    """The ONNX model is the expensive boundary: the hashing embedding instead (as in test_cli.py)."""
-    monkeypatch.setattr(engine, "make_embedding_func", lambda spec, counter, base_url=None: HashEmbedding().func())
 
 
 @PROFILE

@@ -53,11 +53,16 @@ def test_the_derived_file_is_reused(cache, monkeypatch):
     assert recorded["sha256"] == minilm_int8._sha256(path)
 
 
-def test_a_damaged_file_is_derived_again(cache, monkeypatch, tmp_path):
-    folder = tmp_path / "cache"
+def _copy_of(cache: Path, folder: Path) -> Path:
+    """A private copy of the shared derived-model folder, for a test that damages it."""
     folder.mkdir()
     for item in cache.iterdir():
         (folder / item.name).write_bytes(item.read_bytes())
+    return folder
+
+
+def test_a_damaged_file_is_derived_again(cache, monkeypatch, tmp_path):
+    folder = _copy_of(cache, tmp_path / "cache")
     path = next(folder.glob("*.onnx"))
     good = path.read_bytes()
     path.write_bytes(good[:1000] + b"\0" * 16 + good[1016:])  # same size, damaged
@@ -68,10 +73,7 @@ def test_a_damaged_file_is_derived_again(cache, monkeypatch, tmp_path):
 
 
 def test_a_file_from_another_onnxruntime_is_derived_again(cache, monkeypatch, tmp_path):
-    folder = tmp_path / "cache"
-    folder.mkdir()
-    for item in cache.iterdir():
-        (folder / item.name).write_bytes(item.read_bytes())
+    folder = _copy_of(cache, tmp_path / "cache")
     sidecar = next(folder.glob("*.json"))
     sidecar.write_text(json.dumps({**json.loads(sidecar.read_text()), "onnxruntime": "0.0.1"}))
     calls = _counting_quantize(monkeypatch)

@@ -10,15 +10,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tests.storekit import HashEmbedding, copy_vault
+from tests.storekit import HashEmbedding, indexed_copy
 from wikirag.cli import app
 from wikirag.index.lexical import build_index, tokenize
-from wikirag.index.run import run_index
-from wikirag.lightrag import engine
 from wikirag.query.notes import NoteTable
 from wikirag.query.ranking import FUSION, Fusion, chunk_notes, fuse, graph_notes, lexical_notes
 from wikirag.query.retrieve import ask
-from wikirag.settings import load_config
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_vault"
@@ -28,15 +25,7 @@ runner = CliRunner()
 
 @pytest.fixture(scope="module")
 def sample_store(tmp_path_factory):
-    vault = copy_vault(SAMPLE, tmp_path_factory.mktemp("ranking") / "vault")
-    config = load_config(vault)
-    run_index(config, embedding_func=HashEmbedding().func())
-    return config
-
-
-@pytest.fixture
-def fast_embedding(monkeypatch):
-    monkeypatch.setattr(engine, "make_embedding_func", lambda spec, counter, base_url=None: HashEmbedding().func())
+    return indexed_copy(SAMPLE, tmp_path_factory.mktemp("ranking") / "vault")
 
 
 def test_chunk_notes_keep_lightrags_chunk_order_not_chunk_counts():

@@ -10,11 +10,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tests.storekit import HashEmbedding, copy_vault
+from tests.storekit import HashEmbedding, copy_vault, indexed_copy
 from wikirag.cli import app
 from wikirag.index.lexical import LEXICAL_FILENAME, load_index, tokenize
 from wikirag.index.run import run_index
-from wikirag.lightrag import engine
 from wikirag.query.engine import WarmEngine
 from wikirag.query.notes import NoteTable, read_note_table
 from wikirag.query.search import rrf
@@ -25,17 +24,9 @@ SAMPLE = Path(__file__).resolve().parent.parent / "sample_vault"
 runner = CliRunner()
 
 
-@pytest.fixture
-def fast_embedding(monkeypatch):
-    monkeypatch.setattr(engine, "make_embedding_func", lambda spec, counter, base_url=None: HashEmbedding().func())
-
-
 @pytest.fixture(scope="module")
 def sample_store(tmp_path_factory):
-    vault = copy_vault(SAMPLE, tmp_path_factory.mktemp("retrieval") / "vault")
-    config = load_config(vault)
-    run_index(config, embedding_func=HashEmbedding().func())
-    return config
+    return indexed_copy(SAMPLE, tmp_path_factory.mktemp("retrieval") / "vault")
 
 
 def _search(config, query, mode="lexical", limit=5):

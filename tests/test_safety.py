@@ -12,17 +12,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tests.storekit import HashEmbedding
 from wikirag.cli import app
-from wikirag.lightrag import engine
 from wikirag.settings import load_config
 
 runner = CliRunner()
-
-
-@pytest.fixture
-def fast_embedding(monkeypatch):
-    monkeypatch.setattr(engine, "make_embedding_func", lambda spec, counter, base_url=None: HashEmbedding().func())
 
 
 def tree(root: Path) -> dict[str, str]:

@@ -141,15 +141,21 @@ def test_ignored_paths(path, ignored):
 
 
 @pytest.mark.slow
-def test_killed_mid_batch_then_restarted_equals_a_fresh_index(tmp_path):
-    """SIGKILL the real CLI watcher while it indexes a burst; a restart must catch up exactly."""
+def _ring_vault_and_watch(tmp_path: Path, seeds: int) -> tuple[Path, Path, list[str]]:
+    """A vault of `seeds` notes linked in a ring, its store, and the real CLI's `watch` command for them."""
     vault = tmp_path / "vault"
     vault.mkdir()
-    for i in range(30):
-        (vault / f"Seed{i}.md").write_text(f"Seed {i} links [[Seed{(i + 1) % 30}]].\n")
+    for i in range(seeds):
+        (vault / f"Seed{i}.md").write_text(f"Seed {i} links [[Seed{(i + 1) % seeds}]].\n")
     store = tmp_path / "store"
     command = [sys.executable, "-m", "wikirag.cli", "watch", str(vault), "--store", str(store),
                "--quiet-seconds", "0.2", "--json"]
+    return vault, store, command
+
+
+def test_killed_mid_batch_then_restarted_equals_a_fresh_index(tmp_path):
+    """SIGKILL the real CLI watcher while it indexes a burst; a restart must catch up exactly."""
+    vault, store, command = _ring_vault_and_watch(tmp_path, 30)
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline()  # the initial index report
@@ -277,13 +283,7 @@ def test_watch_survives_a_failing_batch_and_catches_up(vault, tmp_path, monkeypa
 @pytest.mark.slow
 @pytest.mark.parametrize("how", ["SIGTERM, SIGINT ignored as in a background job", "SIGINT"])
 def test_watch_stops_cleanly_on_a_signal(tmp_path, how):
-    vault = tmp_path / "vault"
-    vault.mkdir()
-    for i in range(20):
-        (vault / f"Seed{i}.md").write_text(f"Seed {i} links [[Seed{(i + 1) % 20}]].\n")
-    store = tmp_path / "store"
-    command = [sys.executable, "-m", "wikirag.cli", "watch", str(vault), "--store", str(store),
-               "--quiet-seconds", "0.2", "--json"]
+    vault, store, command = _ring_vault_and_watch(tmp_path, 20)
     background = how.startswith("SIGTERM")
 
     def ignore_sigint() -> None:  # what `cmd &` in a non-interactive shell does to the child
