@@ -267,6 +267,7 @@ def load_config(
             raise ConfigError(f"{path}: {exc}") from None
 
     sections = {name: cls() for name, cls in _SECTIONS.items()}
+    named: set[tuple[str, str]] = set()  # (section, key) that some source (toml, env, flag) set
     top = {k: v for k, v in file_values.items() if not isinstance(v, dict)}
     for name, values in file_values.items():
         if isinstance(values, dict):
@@ -275,6 +276,7 @@ def load_config(
                     continue
                 raise ConfigError(f"{path}: unknown section [{name}]")
             sections[name] = _apply(sections[name], values, str(path), name)
+            named.update((name, key) for key in values)
 
     # Env: WIKIRAG_<SECTION>_<KEY>, and the documented short forms.
     for name, obj in sections.items():
@@ -284,15 +286,18 @@ def load_config(
             if var in env:
                 env_values[f.name] = env[var]
         sections[name] = _apply(obj, env_values, "environment", name)
+        named.update((name, key) for key in env_values)
     for var, (section, key) in _SHORT_ENV.items():
         if env.get(var):
             sections[section] = _apply(sections[section], {key: env[var]}, "environment", section)
+            named.add((section, key))
 
     for name, values in (overrides or {}).items():
         if name == "storage":
             continue  # read by StorageSettings.from_mapping below
         given = {k: v for k, v in values.items() if v is not None}
         sections[name] = _apply(sections[name], given, "command line", name)
+        named.update((name, key) for key in given)
 
     if store is not None:
         store_path, store_origin = Path(store), "--store"
@@ -324,15 +329,8 @@ def load_config(
         storage=StorageSettings.from_mapping(file_values.get("storage"), env, (overrides or {}).get("storage"))
         .embedded_in(store_path / workspace),  # the embedded server's data folder: inside the workspace folder
         sections={k: v for k, v in file_values.items() if k in _OWN_MODULE_SECTIONS and isinstance(v, dict)},
-        embedding_model_given=_names_embedding_model(file_values, env, overrides),
+        embedding_model_given=("embedding", "model") in named,
     )
-
-
-def _names_embedding_model(file_values: Mapping[str, Any], env: Mapping[str, str],
-                           overrides: Mapping[str, Mapping[str, Any]] | None) -> bool:
-    section = file_values.get("embedding")
-    return bool((isinstance(section, Mapping) and "model" in section) or "WIKIRAG_EMBEDDING_MODEL" in env
-                or env.get("WIKIRAG_EMBEDDING") or (overrides or {}).get("embedding", {}).get("model"))
 
 
 def follow_store_embedding(config: WikiragConfig, recorded: str | None) -> None:
