@@ -1,4 +1,4 @@
-"""Per-vault calibration (query.calibration; not shipped, see docs/retrieval.md) against the shipped fixed
+"""Per-vault calibration (bench/pseudo_queries.py; not shipped, see docs/retrieval.md) against the shipped fixed
 fusion, offline on LightRAG's cached answers (bench/fusion_sweep.py), on hand-written question sets the
 calibration never sees.
 
@@ -25,8 +25,8 @@ sys.path.insert(0, str(ROOT.parent))
 sys.path.insert(0, str(ROOT))
 
 from fusion_sweep import MODES, evaluate, load_set, score  # noqa: E402
+from pseudo_queries import calibrate  # noqa: E402
 
-from wikirag.query.calibration import calibrate  # noqa: E402
 from wikirag.query.engine import WarmEngine  # noqa: E402
 from wikirag.query.ranking import FUSION  # noqa: E402
 from wikirag.query.search import read_note_text  # noqa: E402

@@ -1,12 +1,12 @@
-"""Per-vault fusion weights from pseudo-queries (query.calibration, measured by bench/calibration.py, not used
+"""Per-vault fusion weights from pseudo-queries (bench/pseudo_queries.py, measured by bench/calibration.py, not used
 by search): which signal wins on a constructed vault, determinism, the pseudo-query itself."""
 
 from __future__ import annotations
 
 import asyncio
 
+from bench.pseudo_queries import GRID, calibrate, pseudo_query, sample_notes
 from wikirag.index.lexical import build_index, tokenize
-from wikirag.query.calibration import GRID, calibrate, pseudo_query, sample_notes
 from wikirag.query.notes import NoteTable
 from wikirag.query.ranking import FUSION
 

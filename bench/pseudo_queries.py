@@ -1,7 +1,7 @@
 """Per-vault fusion weights from pseudo-queries drawn from the vault's own notes (no hand-written answers).
 
-NOT USED by `search` or `query`: it failed the held-out rule for issue 15 (docs/retrieval.md, "Tried, not
-shipped"); bench/calibration.py measures it, for the next attempt.
+Not part of wikirag: it failed the held-out rule for issue 15 (docs/retrieval.md, "Tried, not shipped"), so
+it lives beside bench/calibration.py, which measures it, for the next attempt.
 
 The shipped weights (query.ranking.FUSION) lead with BM25 because BM25 was the stronger signal on English
 prose vaults; on a vault of short LaTeX-heavy notes the vector side can be the stronger one. Calibration asks
