@@ -55,9 +55,6 @@ def score(ranked: list[str], expected: set[str], k: int = 5) -> tuple[float, flo
 async def collect(vault: Path, store: Path | None, questions: list[dict]) -> dict[str, Any]:
     """LightRAG's context per question and mode, and the engine's notes table and lexical index."""
     config = load_config(vault, store=store)
-    if not store_exists(config):
-        print(f"indexing {vault} first …", file=sys.stderr)
-        run_index(config)
     answers = []
     async with WarmEngine(config) as engine:
         for item in questions:
@@ -72,6 +69,10 @@ def load_set(vault: Path, store: Path | None, qfile: Path, cache: Path | None) -
     if cached and cached.is_file():
         data = pickle.loads(cached.read_bytes())
     else:
+        config = load_config(vault, store=store)
+        if not store_exists(config):  # run_index runs its own event loop: index before collect's
+            print(f"indexing {vault} first …", file=sys.stderr)
+            run_index(config)
         data = asyncio.run(collect(vault, store, questions))
         if cached:
             cache.mkdir(parents=True, exist_ok=True)
