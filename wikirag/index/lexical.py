@@ -28,13 +28,14 @@ from typing import Any
 import numpy as np
 
 from wikirag.index.bm25 import bm25_weights, splice
+from wikirag.markdown.searchable import searchable_text
 from wikirag.storage.fs import atomic_write_bytes
 from wikirag.vault.model import cyclic_gc_paused
 
 LEXICAL_FILENAME = "wikirag_lexical.npz"
 NAMES_FILENAME = "wikirag_names.json"
 LINKS_FILENAME = "wikirag_links.json"
-LEXICAL_VERSION = 2  # 2: per-note chunk digests (incremental sync)
+LEXICAL_VERSION = 3  # 2: per-note chunk digests (incremental sync); 3: chunks tokenized as searchable_text
 BM25_K1, BM25_B = 1.5, 0.75
 
 CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
@@ -236,7 +237,8 @@ async def _fetch_chunks(rag: Any, ids: list[str]) -> dict[str, tuple[str, list[s
         for cid, record in zip(batch, await rag.text_chunks.get_by_ids(batch), strict=True):
             if record:
                 heading = _heading_text(record.get("heading"))
-                out[cid] = (heading, tokenize(f"{heading}\n{record.get('content', '')}"))
+                text = searchable_text(str(record.get("content", "")))  # no comments, math, URLs, HTML tags
+                out[cid] = (heading, tokenize(f"{heading}\n{text}"))
     return out
 
 

@@ -1,0 +1,45 @@
+"""What BM25 indexes of a chunk (markdown.searchable): the words a reader reads."""
+
+import asyncio
+
+from tests.test_lexical import _Ledger, _put, _Rag
+from wikirag.index.lexical import load_index, sync_search_files, tokenize
+from wikirag.markdown.searchable import searchable_text
+
+
+def test_comments_and_math_are_left_out():
+    text = "Visible words. %% hidden remark %%\n\n$$\n\\sum_{k=1}^{n} a_k b_k\n$$\n\nAfter <!-- also hidden --> it."
+    words = set(tokenize(searchable_text(text)))
+    assert {"visibl", "word", "after"} <= words
+    assert not words & {"hidden", "remark", "sum", "k", "n", "b_k", "also"}
+
+
+def test_outside_addresses_lose_their_target_but_keep_their_text():
+    text = ("See [the docs](https://aws.amazon.com/fargate/ \"AWS\") and ![a diagram](https://example.org/x_(y).png) "
+            "or https://github.dev/org/repo/blob/main/AWS%20Fargate.md and [Topology](obsidian://open?file=TODO).")
+    words = set(tokenize(searchable_text(text)))
+    assert {"doc", "diagram", "topolog"} <= words
+    assert not words & {"https", "amazon", "com", "exampl", "github", "20fargat", "obsidian", "todo"}
+
+
+def test_html_tags_go_and_their_text_stays():
+    words = tokenize(searchable_text('<span class="git-footer">Was this page helpful?</span>'))
+    assert words == tokenize("Was this page helpful?")
+
+
+def test_code_wikilinks_and_links_inside_the_vault_are_kept():
+    text = "Use `path includes {{query.file.folder}}`, see [[Placeholders|the placeholders]] and [IoC](Index%20of.md)."
+    assert searchable_text(text) == text
+
+
+def test_the_lexical_index_holds_only_the_searchable_words(tmp_path):
+    rag, ledger = _Rag(), _Ledger()
+    _put(rag, ledger, "proof.md", ["Cauchy sequences converge.\n\n$$\n\\sum_{k} \\epsilon_k < \\epsilon\n$$\n"])
+    _put(rag, ledger, "footer.md", ["Fargate runs containers. [Edit](https://github.dev/x/Fargate.md)"])
+    asyncio.run(sync_search_files(rag, ledger, tmp_path))
+    index = load_index(tmp_path)
+    assert index is not None
+    tokens = {index.chunk_paths[i]: set(index.tokens_of(i)) for i in range(index.size)}
+    assert {"cauchi", "sequenc", "converg"} <= tokens["proof.md"] and "epsilon" not in tokens["proof.md"]
+    assert "edit" in tokens["footer.md"] and not tokens["footer.md"] & {"github", "dev", "https"}
+    assert index.top("epsilon github", 5) == []
