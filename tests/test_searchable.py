@@ -43,3 +43,21 @@ def test_the_lexical_index_holds_only_the_searchable_words(tmp_path):
     assert {"cauchi", "sequenc", "converg"} <= tokens["proof.md"] and "epsilon" not in tokens["proof.md"]
     assert "edit" in tokens["footer.md"] and not tokens["footer.md"] & {"github", "dev", "https"}
     assert index.top("epsilon github", 5) == []
+
+
+def test_an_index_of_another_version_is_rebuilt_by_a_run_with_nothing_to_do(tmp_path, monkeypatch):
+    from tests.storekit import HashEmbedding
+    from wikirag.index import lexical
+    from wikirag.index.run import run_index
+    from wikirag.settings import load_config
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Note.md").write_text("# Note\n\nSee [the docs](https://example.org/guide).\n", encoding="utf-8")
+    config = load_config(vault, store=tmp_path / "store")
+    run_index(config, embedding_func=HashEmbedding().func())
+    monkeypatch.setattr(lexical, "LEXICAL_VERSION", lexical.LEXICAL_VERSION + 1)  # as after an upgrade
+    assert load_index(config.workspace_dir) is None
+    run_index(config, embedding_func=HashEmbedding().func())  # the vault did not change
+    index = load_index(config.workspace_dir)
+    assert index is not None and index.chunk_paths == ["Note.md"] and "exampl" not in index.vocab

@@ -215,7 +215,15 @@ def links_table(ledger: Any) -> dict[str, list[list[str]]]:
 
 
 def search_files_ready(workspace_dir: Path) -> bool:
-    return (workspace_dir / LEXICAL_FILENAME).is_file() and (workspace_dir / NAMES_FILENAME).is_file()
+    """Both files are there and the index is of this version (an older one makes even an unchanged run sync)."""
+    path = workspace_dir / LEXICAL_FILENAME
+    if not (path.is_file() and (workspace_dir / NAMES_FILENAME).is_file()):
+        return False
+    try:
+        with np.load(path) as npz:  # reads the small meta member only
+            return json.loads(npz["meta"].tobytes()).get("version") == LEXICAL_VERSION
+    except (OSError, ValueError, KeyError):
+        return False
 
 
 def _heading_text(heading: Any) -> str:
