@@ -8,7 +8,8 @@ candidate `Fusion` (query.ranking) is then scored offline from those answers: re
 for `search` (naive). For each set used for tuning, the best candidate on it (mean recall@5 over the modes
 and search, then mean MRR) is printed with its figures on every other set; `--holdout` sets are never used to
 choose. The shipped `query.ranking.FUSION` is scored on every set last. `--cache DIR` keeps LightRAG's
-answers between runs (keyed by store and question file).
+answers between runs (keyed by store and question file); the names table and BM25 index are always read from
+the store as it is.
 
 Each set: `--set NAME VAULT QUESTIONS` with an optional `--store` right after it (see bench/retrieval.py).
 """
@@ -30,8 +31,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from wikirag.index.lexical import load_index  # noqa: E402
 from wikirag.index.run import run_index, store_exists  # noqa: E402
 from wikirag.query.engine import WarmEngine  # noqa: E402
+from wikirag.query.notes import read_note_table  # noqa: E402
 from wikirag.query.ranking import FUSION, Fusion, fuse, note_rankings  # noqa: E402
 from wikirag.settings import load_config  # noqa: E402
 
@@ -68,6 +71,11 @@ def load_set(vault: Path, store: Path | None, qfile: Path, cache: Path | None) -
     cached = cache / f"sweep-{key}.pkl" if cache else None
     if cached and cached.is_file():
         data = pickle.loads(cached.read_bytes())
+        # the names table and BM25 index as the store has them now (an index run may have rebuilt them since)
+        config = load_config(vault, store=store)
+        data["notes"], data["lexical"] = read_note_table(config), load_index(config.workspace_dir)
+        if data["lexical"] is None:
+            raise SystemExit(f"{config.workspace_dir}: no BM25 index of this version; run `wikirag index` on it")
     else:
         config = load_config(vault, store=store)
         if not store_exists(config):  # run_index runs its own event loop: index before collect's
