@@ -88,3 +88,29 @@ def test_which_settings_name_the_model(tmp_path: Path) -> None:
     assert not load_config(vault, environ={}, overrides={"embedding": {"model": None}}).embedding_model_given
     (vault / "wikirag.toml").write_text(f'[embedding]\nmodel = "{OLD}"\n', encoding="utf-8")
     assert load_config(vault, environ={}).embedding_model_given
+
+
+def test_doctor_checks_the_model_the_store_was_built_with(tmp_path: Path, asked: list[str], monkeypatch) -> None:
+    import numpy as np
+
+    from wikirag.lightrag import embeddings
+
+    checked: list[str] = []
+
+    class Model:
+        def __init__(self, model: str) -> None:
+            checked.append(model)
+
+        def embed(self, texts: list[str]) -> np.ndarray:
+            return np.ones((len(texts), 384), dtype=np.float32)
+
+    monkeypatch.setattr(embeddings, "shared_minilm", Model)
+    vault = copy_vault(SAMPLE, tmp_path / "vault")
+    toml = vault / "wikirag.toml"
+    toml.write_text(f'[embedding]\nmodel = "{OLD}"\n', encoding="utf-8")
+    assert _run("index", str(vault)).exit_code == 0
+    toml.unlink()  # a store built when OLD was the default, with no setting
+
+    result = _run("doctor", str(vault))
+    assert checked == [OLD.split(":", 1)[1]], result.output
+    assert "built with" not in result.output

@@ -6,6 +6,7 @@ shows a secret: the LLM check names the key variable it looked for, never its va
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import time
@@ -15,7 +16,7 @@ from typing import Literal
 from wikirag.index.ledger import Ledger
 from wikirag.lightrag.engine import embedding_spec
 from wikirag.settings import WikiragConfig, follow_store_embedding, workspace_name
-from wikirag.storage.ledger_store import ledger_store
+from wikirag.storage.ledger_store import ledger_store, recorded_embedding
 from wikirag.storage.postgres import StorageUnreachable, check_storage
 from wikirag.storage.settings import scale_advice
 
@@ -139,12 +140,20 @@ def _llm(config: WikiragConfig, call: bool) -> Check:
     return Check("llm", "ok", f"{config.llm.model} answered in {result.latency_s:.2f} s{key_note}")
 
 
+def _adopt_store_model(config: WikiragConfig) -> None:
+    """Follow the local model the store was built with (its ledger head), as `index` and `query` do."""
+    with contextlib.suppress(StorageUnreachable, ValueError, OSError):  # the store check then says what is wrong
+        follow_store_embedding(config, recorded_embedding(config.storage, config.workspace_dir, config.workspace))
+
+
 def run_doctor(config: WikiragConfig, *, check_llm_call: bool = False) -> DoctorReport:
     report = DoctorReport()
     report.checks.append(_vault(config))
     report.checks.append(_tokenizer(config))
-    report.checks.append(_embedding(config))
     storage = [Check(name, status, detail) for name, status, detail in check_storage(config.storage)]
+    if all(c.status != "fail" for c in storage):
+        _adopt_store_model(config)  # check the model index and query will use, not today's default
+    report.checks.append(_embedding(config))
     if config.storage.backend not in ("file", "embedded") and config.workspace == workspace_name(config.vault):
         # On a shared server every vault folder called "Notes" would land in one workspace.
         storage.append(Check("workspace", "warn", f"{config.workspace!r} is the vault folder's name; on a shared "

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 
 from wikirag.index.bm25 import bm25_weights, splice
 from wikirag.markdown.searchable import searchable_text
@@ -259,8 +260,6 @@ async def sync_search_files(rag: Any, ledger: Any, workspace_dir: Path, last_run
     keep their tokens, and the weights are recomputed from the arrays (index.bm25). A note with a chunk
     missing from the store is recorded unsynced, so the next run tries again.
     """
-    from wikirag.storage.fs import atomic_write_text
-
     keys = {p: _note_key(e) for p, e in ledger.notes.items()}
     if old is None or dirty is None:
         old = build_index([])
@@ -285,8 +284,8 @@ async def sync_search_files(rag: Any, ledger: Any, workspace_dir: Path, last_run
             keys[path] = ""
     save_index(update_index(old, rows, added, layout, keys), workspace_dir)
     table = {"version": LEXICAL_VERSION, "last_run": last_run or {}, "notes": names_table(ledger)}
-    atomic_write_text(workspace_dir / LINKS_FILENAME, json.dumps(links_table(ledger), ensure_ascii=False))
-    atomic_write_text(workspace_dir / NAMES_FILENAME, json.dumps(table, ensure_ascii=False))
+    atomic_write_bytes(workspace_dir / LINKS_FILENAME, orjson.dumps(links_table(ledger)))  # UTF-8 JSON
+    atomic_write_bytes(workspace_dir / NAMES_FILENAME, orjson.dumps(table))
 
 
 def dirty_notes(old: LexicalIndex | None, ledger: Any) -> set[str] | None:

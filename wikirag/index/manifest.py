@@ -32,8 +32,9 @@ def stat_signature(scan: ScanResult) -> dict[str, Any]:
     }
 
 
-def load_unchanged(workspace_dir: Path, key: str, scan: ScanResult) -> dict[str, Any] | None:
-    """The recorded report figures when nothing changed since the last completed run, else None."""
+def load_unchanged(workspace_dir: Path, key: str, current: dict[str, Any]) -> dict[str, Any] | None:
+    """The recorded report figures when nothing changed since the last completed run, else None. `current` is
+    the scan's `stat_signature` (computed once per run: it is also what `save_manifest` records)."""
     try:
         conn = connect_index_db(workspace_dir, create=False)
         if conn is None:
@@ -48,7 +49,6 @@ def load_unchanged(workspace_dir: Path, key: str, scan: ScanResult) -> dict[str,
         return None
     if data.get("version") != MANIFEST_VERSION or data.get("key") != key:
         return None
-    current = stat_signature(scan)
     if current != data.get("files"):
         return None
     newest = max((mtime for _, mtime in current["notes"].values()), default=0)
@@ -57,9 +57,10 @@ def load_unchanged(workspace_dir: Path, key: str, scan: ScanResult) -> dict[str,
     return data.get("report")
 
 
-def save_manifest(workspace_dir: Path, key: str, scan: ScanResult, report: dict[str, Any]) -> None:
-    data = {"version": MANIFEST_VERSION, "key": key, "written_ns": time.time_ns(),
-            "files": stat_signature(scan), "report": report}
+def save_manifest(workspace_dir: Path, key: str, files: dict[str, Any], report: dict[str, Any]) -> None:
+    """Record `files` (the run's `stat_signature`) and the report figures after a completed run."""
+    data = {"version": MANIFEST_VERSION, "key": key, "written_ns": time.time_ns(), "files": files,
+            "report": report}
     conn = connect_index_db(workspace_dir)
     try:
         put_doc(conn, "manifest", data)

@@ -17,6 +17,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from wikirag.models import Heading, ParsedNote, WikiLink
 from wikirag.storage.sqlite_store import connect_index_db, get_doc, put_doc
 from wikirag.vault.model import cyclic_gc_paused
@@ -68,7 +70,7 @@ def load_parse_cache(workspace_dir: Path, encoding: str) -> ParseCache:
             conn.close()
         with cyclic_gc_paused():
             for path, digest, note, tokens in rows:
-                cache[path] = (digest, _note_from_dict(json.loads(note)), tokens)
+                cache[path] = (digest, _note_from_dict(orjson.loads(note)), tokens)
         cache.stats = {p: (size, mtime) for p, size, mtime, written in stats
                        if p in cache and mtime < written - RACY_NS}
         cache.figures = {p: (digest, (body, prose, covered)) for p, digest, body, prose, covered in figures}

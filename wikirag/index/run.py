@@ -25,7 +25,7 @@ from wikirag.index.apply import run_plan
 from wikirag.index.ledger import Ledger
 from wikirag.index.lexical import search_files_ready, sync_after_run
 from wikirag.index.live import LiveRun
-from wikirag.index.manifest import drop_manifest, load_unchanged, save_manifest
+from wikirag.index.manifest import drop_manifest, load_unchanged, save_manifest, stat_signature
 from wikirag.index.parsecache import load_parse_cache, save_parse_cache
 from wikirag.index.planning import DERIVATION_VERSION, Plan, plan_index, stable_digest
 from wikirag.index.report import IndexReport, Progress, fill_plan_counts, fill_totals
@@ -156,10 +156,11 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
         if rebuild:
             _wipe_workspace(config)
         progress("scan", 0, 1)
-        scan = None
+        scan = files = None
         if vault is None:  # `wikirag index`: first ask whether anything can have changed at all
             scan = scan_vault(config.vault, config.exclude)
-            unchanged = load_unchanged(config.workspace_dir, _config_key(config), scan)
+            files = stat_signature(scan)
+            unchanged = load_unchanged(config.workspace_dir, _config_key(config), files)
             if unchanged is not None and search_files_ready(config.workspace_dir):
                 for name, value in unchanged.items():
                     setattr(report, name, value)
@@ -189,7 +190,7 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
         if (not plan.to_process and not plan.deleted and ledger.pending.empty()
                 and search_files_ready(config.workspace_dir) and not summary_work(ledger, plan.llm_model)):
             fill_totals(report, ledger)
-            _remember_clean_run(config, scan, plan, report)
+            _remember_clean_run(config, files, plan, report)
             report.seconds = round(time.perf_counter() - started, 3)
             return report
 
@@ -226,7 +227,7 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
                                  {"finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                   "notes_indexed": len(plan.to_process), "notes_deleted": len(plan.deleted)})
         if ledger.pending.empty() and not summary_work(ledger, plan.llm_model):
-            _remember_clean_run(config, scan, plan, report)
+            _remember_clean_run(config, files, plan, report)
     report.seconds = round(time.perf_counter() - started, 3)
     return report
 
@@ -241,12 +242,12 @@ def _config_key(config: WikiragConfig) -> str:
                     config.llm.model, embedding_spec(config).identity, config.exclude])
 
 
-def _remember_clean_run(config: WikiragConfig, scan: Any, plan: Plan, report: IndexReport) -> None:
+def _remember_clean_run(config: WikiragConfig, files: dict[str, Any] | None, plan: Plan, report: IndexReport) -> None:
     """Record the files' stat data after a run that left nothing to do (not when an LLM is configured
     and notes still wait for extraction: the next run has work)."""
-    if scan is None or report.interrupted or (plan.llm_model and report.notes_pending_extraction):
+    if files is None or report.interrupted or (plan.llm_model and report.notes_pending_extraction):
         return
-    save_manifest(config.workspace_dir, _config_key(config), scan,
+    save_manifest(config.workspace_dir, _config_key(config), files,
                   {name: getattr(report, name) for name in _MANIFEST_FIELDS})
 
 

@@ -9,7 +9,6 @@ of one regular expression per name.
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 import urllib.parse
@@ -17,6 +16,8 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from wikirag.index.lexical import IS_CJK, LINKS_FILENAME, NAMES_FILENAME
 from wikirag.settings import WikiragConfig
@@ -139,14 +140,14 @@ class NoteTable:
         """Per note its relations [source, target, description, origin] (read on demand: larger file)."""
         if self.workspace_dir is None or not (self.workspace_dir / LINKS_FILENAME).is_file():
             return {}
-        return json.loads((self.workspace_dir / LINKS_FILENAME).read_text(encoding="utf-8"))
+        return orjson.loads((self.workspace_dir / LINKS_FILENAME).read_bytes())
 
 
 def read_note_table(config: WikiragConfig) -> NoteTable:
     """The names table of a store (the seam between queries and the ledger's storage)."""
     path = config.workspace_dir / NAMES_FILENAME
     if path.is_file():
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = orjson.loads(path.read_bytes())
         return NoteTable(data.get("notes", {}), config.workspace_dir, data.get("last_run", {}))
     from wikirag.index.ledger import Ledger
     from wikirag.index.lexical import names_table

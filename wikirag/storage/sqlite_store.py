@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from wikirag.storage.fs import LEDGER_FILENAME
 
 INDEX_DB_FILENAME = "wikirag_index.sqlite"
@@ -100,7 +102,7 @@ class SqliteLedgerStore:
             return None
         rows = conn.execute("SELECT path, entry FROM ledger_notes").fetchall()
         data = dict(head)
-        data["notes"] = {path: json.loads(entry) for path, entry in sorted(rows)}
+        data["notes"] = {path: orjson.loads(entry) for path, entry in sorted(rows)}
         return data
 
     def head(self) -> dict | None:
