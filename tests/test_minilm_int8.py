@@ -53,6 +53,29 @@ def test_the_derived_file_is_reused(cache, monkeypatch):
     assert recorded["sha256"] == minilm_int8._sha256(path)
 
 
+def test_reusing_the_derived_file_does_not_import_onnx(cache):
+    """Only a derivation needs onnx (~0.1 s to import); a process that reuses the file reads its version from
+    the installed metadata, which must be the version a derivation records."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from wikirag.lightrag import minilm_int8\n"
+        "from wikirag.lightrag.embeddings import minilm_files\n"
+        f"print(minilm_int8.derived_minilm(minilm_files()[0], Path({str(cache)!r})), 'onnx' in sys.modules)\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": str(root)},
+                          capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.split() == [str(next(cache.glob("*.onnx"))), "False"]
+    import onnx
+
+    assert json.loads(next(cache.glob("*.json")).read_text())["onnx"] == onnx.__version__
+
+
 def _copy_of(cache: Path, folder: Path) -> Path:
     """A private copy of the shared derived-model folder, for a test that damages it."""
     folder.mkdir()

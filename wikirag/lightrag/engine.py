@@ -67,6 +67,19 @@ def lightrag_llm_kwargs(settings: LLMSettings) -> dict[str, Any]:
     return {"llm_model_max_async": settings.effective_concurrency(), "default_llm_timeout": int(budget / 2) + 1}
 
 
+def _reader_addon_params() -> dict[str, Any]:
+    """LightRAG's default `addon_params` without the recursive chunker's separator cascade. The constructor
+    checks that cascade with lightrag.chunker.recursive_character, whose import pulls in langchain (~0.2 s of a
+    cold query). The cascade only shapes documents enqueued through this instance, and a reader enqueues none."""
+    from lightrag.addon_params import default_addon_params
+
+    params = default_addon_params()
+    recursive = params.get("chunker", {}).get("recursive_character")
+    if isinstance(recursive, dict):
+        recursive.pop("separators", None)
+    return params
+
+
 async def _no_llm(prompt: str, *args: Any, **kwargs: Any) -> str:
     raise LLMNotConfigured("this step needs an LLM and none is configured (set WIKIRAG_LLM)")
 
@@ -154,6 +167,7 @@ async def open_engine(
             chunking_func=lightrag_chunking_func(),
             entity_extract_max_gleaning=config.index.gleaning,
             enable_content_headings=True,
+            **({"addon_params": _reader_addon_params()} if reading is not None else {}),
             **_embedding_timeout(config, embedding_func),
             **(storages or lightrag_storage_kwargs(config.storage)),
         )
