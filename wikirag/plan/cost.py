@@ -296,6 +296,9 @@ def estimate_for_config(config: Any, values: Mapping[str, Any] | None = None, *,
                             body_tokens=body_tokens, figures=figures)
     settings = CostSettings.from_config(config, values)
     memo = EstimateMemo()
+    if body_tokens is not None and settings.encoding == config.index.encoding:  # packs sum their members' counts
+        memo.token_counts(get_encoding(settings.encoding)).update(
+            (vault.notes[p].body.strip(), n) for p, n in body_tokens.items() if p in vault.notes)
     estimate = estimate_vault(vault, decisions, settings, memo=memo, texts=texts)
     estimate.alternatives = alternatives(vault, config, settings, decisions, body_tokens, figures, memo)
     return estimate
