@@ -643,6 +643,47 @@ def test_token_counts_by_line_on_notes_hints_and_packs():
         assert len(counts.parts) > len(texts)  # the texts were counted in lines, not whole
 
 
+_JOINED = st.text(alphabet=st.sampled_from(list("\n \t/#-aZ1's:.)é\u00a0\u2028漢😀")), min_size=1, max_size=80)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_JOINED, min_size=1, max_size=6), st.sampled_from(["\n\n", "\n", " \n\n", ": "]))
+def test_token_counts_join_equal_direct_counting(texts, sep):
+    """TokenCounts.join (a pack's count from its title lines' and member texts' counts, long texts counted
+    again only from their last word) equals the tokenizer's count of the joined text, for both encodings."""
+    from wikirag.lightrag.tokens import get_encoding
+    from wikirag.plan.memo import TokenCounts
+
+    texts = [t * 3 for t in texts]  # long enough (64+ characters) to take the last-word path too
+    for name in ("o200k_base", "cl100k_base"):
+        enc = get_encoding(name)
+        counts = TokenCounts(enc)
+        assert counts.join(texts, sep) == len(enc.encode_ordinary(sep.join(texts))), (name, texts, sep)
+        assert counts.join([t.strip() or "x" for t in texts], sep) == len(
+            enc.encode_ordinary(sep.join(t.strip() or "x" for t in texts)))
+
+
+def test_pack_texts_join_to_its_content_and_count_as_it():
+    """Pack.texts joined with blank lines is the content (each member_block); TokenCounts.join of them
+    counts what the LLM reads, with every member's text counted once beforehand (as cost-estimate seeds
+    the notes' body counts): only title lines and last words are counted for the pack."""
+    from wikirag.lightrag.tokens import get_encoding
+    from wikirag.plan.memo import TokenCounts
+    from wikirag.plan.packing import Pack, PackItem, member_block
+
+    vault = Vault.load(SAMPLE)
+    items = [PackItem(p, n.title, n.body.strip(), 0) for p, n in sorted(vault.notes.items()) if n.body.strip()]
+    for pack in (Pack(items), Pack(items[:2]), Pack(items[-3:])):
+        assert pack.content() == "\n\n".join(member_block(m.title, m.text) for m in pack.members)
+        for name in ("o200k_base", "cl100k_base"):
+            enc = get_encoding(name)
+            counts = TokenCounts(enc)
+            counts.update((m.text, len(enc.encode_ordinary(m.text))) for m in pack.members)
+            assert counts.join(pack.texts()) == len(enc.encode_ordinary(pack.content()))
+            assert not any(m.text + "\n\n" in counts for m in pack.members if len(m.text) >= 64
+                           and " " in m.text)
+
+
 def hint_text_of(vault: Vault, path: str) -> str:
     from wikirag.plan.hints import hint_text
 

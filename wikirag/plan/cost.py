@@ -82,9 +82,11 @@ def estimate_vault(
     summary_model = SummaryModel(vault, s, sizes, enc, memo)
     counts = memo.token_counts(enc) if memo is not None else None
     runs = {
-        "vanilla": Scenario(s, sizes, s.vanilla_gleaning, price, enc, lightrag_merges=True),
-        "wikirag": Scenario(s, sizes, s.gleaning, price, enc, lightrag_merges=False, summaries=summary_model),
+        "vanilla": Scenario(s, sizes, s.vanilla_gleaning, price, enc, lightrag_merges=True, counts=counts),
+        "wikirag": Scenario(s, sizes, s.gleaning, price, enc, lightrag_merges=False, summaries=summary_model,
+                            counts=counts),
     }
+    summary_model.notes([p for p in paths if p in decisions and decisions[p].route != "skip"])
     titles = {p: n.title.strip() or n.name for p, n in vault.notes.items()}
     packable: dict[str, PackItem] = {}  # extract-routed notes (or sections) small enough to share a call
     routes = {"inject": 0, "extract": 0, "skip": 0}
@@ -96,8 +98,6 @@ def estimate_vault(
         if decision is None:
             raise ValueError(f"{path}: no routing decision")
         routes[decision.route] = routes.get(decision.route, 0) + 1
-        if decision.route != "skip":
-            summary_model.note(path)
         body = lightrag_content(note.body)
         body_tokens = decision.features.body_tokens  # routing counted the stripped body
         if (body_tokens == 0 and body) or "&" in body:  # not counted, or HTML entities were unescaped
@@ -296,6 +296,9 @@ def estimate_for_config(config: Any, values: Mapping[str, Any] | None = None, *,
                             body_tokens=body_tokens, figures=figures)
     settings = CostSettings.from_config(config, values)
     memo = EstimateMemo()
+    if body_tokens is not None and settings.encoding == config.index.encoding:  # packs sum their members' counts
+        memo.token_counts(get_encoding(settings.encoding)).update(
+            (vault.notes[p].body.strip(), n) for p, n in body_tokens.items() if p in vault.notes)
     estimate = estimate_vault(vault, decisions, settings, memo=memo, texts=texts)
     estimate.alternatives = alternatives(vault, config, settings, decisions, body_tokens, figures, memo)
     return estimate

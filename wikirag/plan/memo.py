@@ -11,7 +11,7 @@ text once (hint headers, packs, descriptions and record names recur from pass to
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from wikirag.plan.chunk_plans import ChunkPlanner, PlannedChunk
@@ -94,3 +94,22 @@ class TokenCounts(dict):
                 count += found
         self[text] = count
         return count
+
+    def join(self, texts: Sequence[str], sep: str = "\n\n") -> int:
+        """The count of `sep.join(texts)` (a pack's title lines and member texts), summed from the texts' own
+        counts. A text after a newline is cut from what precedes it when it starts with neither whitespace
+        nor '/' (see above); a text followed by `sep` is counted again only from its last space that follows
+        a non-space on (no piece of these encodings holds a space after anything but whitespace, except at
+        its start), so a long member text known already is not counted again."""
+        if not (self.by_line and sep.endswith("\n") and all(t and not t[0].isspace() and t[0] != "/"
+                                                             for t in texts[1:])):
+            return self[sep.join(texts)]
+        total = self[texts[-1]] if texts else 0
+        for text in texts[:-1]:
+            cut = text.rfind(" ")
+            if len(text) < 64 or cut <= 0 or text[cut - 1].isspace():
+                total += self[text + sep]
+            else:
+                tail = text[cut:]
+                total += self[text] - self[tail] + self[tail + sep]
+        return total

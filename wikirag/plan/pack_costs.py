@@ -36,7 +36,7 @@ def pack_costs(run: Scenario, packable: dict[str, PackItem], vault: Any, titles:
     for pack in packs:
         content = pack.content()
         key = ("pack", content)
-        tokens = memo.hint(key, "tokens", lambda c=content: counts[c])
+        tokens = memo.hint(key, "tokens", lambda p=pack: counts.join(p.texts()))
         hint = 0
         if s.hint:
             hint = memo.hint(key, s.default_note_type, lambda p=pack: counts[_pack_hint(p, vault, titles, s)])

@@ -46,7 +46,14 @@ class Pack:
 
     def content(self) -> str:
         """What the LLM reads: each member under its title line."""
-        return "\n\n".join(member_block(m.title, m.text) for m in self.members)
+        return "\n\n".join(self.texts())
+
+    def texts(self) -> list[str]:
+        """What `content` joins with blank lines: each member's title line, then its text (member_block)."""
+        out = []
+        for m in self.members:
+            out += [f"{TITLE_PREFIX}{m.title.strip()}", m.text.strip()]
+        return out
 
 
 def member_block(title: str, text: str) -> str:

@@ -24,7 +24,8 @@ class Scenario:
     """One scenario's LightRAG: documents go through extraction and merging in insertion order."""
 
     def __init__(self, s: CostSettings, sizes: PromptSizes, gleaning: int, price: ModelPrice, enc: Any, *,
-                 lightrag_merges: bool, summaries: SummaryModel | None = None) -> None:
+                 lightrag_merges: bool, summaries: SummaryModel | None = None,
+                 counts: dict[str, int] | None = None) -> None:
         self.s, self.sizes, self.gleaning, self.price, self.enc = s, sizes, gleaning, price, enc
         # vanilla: ainsert, so LightRAG drops duplicate documents and merges (summarises) descriptions.
         # wikirag: the pipeline calls LightRAG's extraction step only and merges fragments itself (no
@@ -36,7 +37,7 @@ class Scenario:
         self.seen_docs: dict[str, str] = {}
         self.seen_prompts: set[tuple[str, str]] = set()
         self.output_cap = s.max_total_records * s.record_tokens
-        self._crumb_tokens: dict[str, int] = {}
+        self._crumb_tokens = counts if counts is not None else {}  # a TokenCounts shared by the estimate's passes
         cacheable = price.cached_input is not None
         self.cache_min = price.cache_min_tokens if cacheable else math.inf
 

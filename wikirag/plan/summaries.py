@@ -47,15 +47,27 @@ class SummaryModel:
         self.own: dict[str, str] = {}  # entity -> path of the note whose description it carries (read lazily)
         self.extracted: dict[_Key, int] = {}  # record -> descriptions from extraction
         self.unresolved_targets: set[str] = set()
+        self._notes_key: tuple[str, ...] | None = None  # the notes `notes` collected, when it did
 
-    def note(self, path: str) -> None:
-        """An indexed note's own description and its links' sentences."""
-        self.own.setdefault(self.names[path], path)
-        for key, text, unresolved in self.memo.shared(("summary note", path), lambda: self._link_texts(path)):
-            self.texts.setdefault(key, {})[text] = None
-            if unresolved is not None:
-                self.texts.setdefault(unresolved, {})[text] = None
-                self.unresolved_targets.add(unresolved)
+    def notes(self, paths: list[str]) -> None:
+        """The indexed notes' own descriptions and their links' sentences, in `paths` order (once per set of
+        notes: the passes of an estimate that index the same notes share them, read-only)."""
+        self._notes_key = tuple(paths)
+        self.texts, self.own, self.unresolved_targets = self.memo.shared(
+            ("summary notes", self._notes_key), lambda: self._collect(paths))
+
+    def _collect(self, paths: list[str]) -> tuple[dict[_Key, dict[str, None]], dict[str, str], set[str]]:
+        texts: dict[_Key, dict[str, None]] = {}
+        own: dict[str, str] = {}
+        unresolved_targets: set[str] = set()
+        for path in paths:
+            own.setdefault(self.names[path], path)
+            for key, text, unresolved in self.memo.shared(("summary note", path), lambda p=path: self._link_texts(p)):
+                texts.setdefault(key, {})[text] = None
+                if unresolved is not None:
+                    texts.setdefault(unresolved, {})[text] = None
+                    unresolved_targets.add(unresolved)
+        return texts, own, unresolved_targets
 
     def _link_texts(self, path: str) -> list[tuple[_Key, str, str | None]]:
         """(relation, its link's description, the unresolved target it first mentions or None) per link."""
@@ -85,33 +97,53 @@ class SummaryModel:
         return self.by_name.get(clean.casefold(), clean)
 
     def cost(self) -> ScenarioCost:
-        """The summary calls and tokens of a fresh index with an LLM (no extraction: those are counted apart)."""
-        s, d = self.s, self.s.description_tokens
+        """The summary calls and tokens of a fresh index with an LLM (no extraction: those are counted apart).
+        A record's calls depend only on its descriptions and extracted count: the passes of an estimate that
+        index the same notes (`notes`) share them, and a pass works out only the records whose count changed."""
+        s = self.s
+        shared: dict[tuple[_Key, int], tuple[int, int, int]] = self.memo.shared(
+            ("summary calls", self._notes_key, id(self.counts), self.sizes, s.description_tokens,
+             s.force_llm_summary_on_merge, s.summary_max_tokens, s.summary_context_size,
+             s.summary_length_recommended), dict) if self._notes_key is not None else {}
         cost = ScenarioCost()
         keys = set(self.texts) | set(self.extracted) | {k for k in self.own if k in self.texts or k in self.extracted}
         for key in keys:  # any order: every figure summed here is an int
-            texts = list(self.texts.get(key, {}))
-            if isinstance(key, str) and key in self.own:
-                texts.insert(0, note_description(self.vault.notes[self.own[key]]))
-            elif key in self.unresolved_targets and texts:  # graph.merge leads with what the vault lacks
-                texts[0] = f"{key} has no note in the vault yet; it is mentioned in: " + texts[0]
-            n = len(texts) + self.extracted.get(key, 0)
-            if n < 2:
-                continue
-            sizes = [float(self._tokens(t)) for t in texts] + [d] * self.extracted.get(key, 0)
-            if n < s.force_llm_summary_on_merge and sum(sizes) < s.summary_max_tokens:
-                continue
-            rounds, _n, _tokens = summary_rounds(sizes, s)
-            name = f"({key[0]}, {key[1]})" if isinstance(key, tuple) else key
-            name_tokens = self._tokens(name)
-            for group_n, group_tokens in rounds:
-                summary_in, summary_out = summary_call(group_n, group_tokens, name_tokens, self.sizes, s)
-                cost.summary_calls += 1
-                cost.summary_input_tokens += summary_in
-                cost.input_tokens += summary_in
-                cost.output_tokens += summary_out
+            extracted = self.extracted.get(key, 0)
+            found = shared.get((key, extracted))
+            if found is None:
+                found = shared[(key, extracted)] = self._record_calls(key, extracted)
+            calls, summary_in, summary_out = found
+            cost.summary_calls += calls
+            cost.summary_input_tokens += summary_in
+            cost.input_tokens += summary_in
+            cost.output_tokens += summary_out
         cost.llm_calls = cost.summary_calls
         return cost
+
+    def _record_calls(self, key: _Key, extracted: int) -> tuple[int, int, int]:
+        """One record's summary (calls, input tokens, output tokens)."""
+        s, d = self.s, self.s.description_tokens
+        texts = list(self.texts.get(key, {}))
+        if isinstance(key, str) and key in self.own:
+            texts.insert(0, note_description(self.vault.notes[self.own[key]]))
+        elif key in self.unresolved_targets and texts:  # graph.merge leads with what the vault lacks
+            texts[0] = f"{key} has no note in the vault yet; it is mentioned in: " + texts[0]
+        n = len(texts) + extracted
+        if n < 2:
+            return 0, 0, 0
+        sizes = [float(self._tokens(t)) for t in texts] + [d] * extracted
+        if n < s.force_llm_summary_on_merge and sum(sizes) < s.summary_max_tokens:
+            return 0, 0, 0
+        rounds, _n, _tokens = summary_rounds(sizes, s)
+        name = f"({key[0]}, {key[1]})" if isinstance(key, tuple) else key
+        name_tokens = self._tokens(name)
+        calls = tokens_in = tokens_out = 0
+        for group_n, group_tokens in rounds:
+            summary_in, summary_out = summary_call(group_n, group_tokens, name_tokens, self.sizes, s)
+            calls += 1
+            tokens_in += summary_in
+            tokens_out += summary_out
+        return calls, tokens_in, tokens_out
 
     def _tokens(self, text: str) -> int:
         return self.counts[text]
