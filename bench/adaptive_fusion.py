@@ -2,13 +2,14 @@
 (bench/fusion_sweep.py's cache), against the shipped fixed fusion.
 
     python bench/adaptive_fusion.py --set NAME VAULT QUESTIONS [--store NAME=DIR] ... [--tune NAME] [--cache DIR]
+                                    [--rule FEATURE,THRESHOLD,LIGHTRAG,GRAPH]
 
 A rule looks at cheap features of the question (BM25's note scores, the question's terms in the vocabulary,
 the names signal, BM25/LightRAG agreement) and picks the `blend` weights for it instead of the shipped ones.
 `--tune NAME` (the sample set only): the per-question oracle over a grid of weightings (the most any rule
 choosing among them could reach), and every one-feature threshold rule with an a-priori direction, best
 first. Without it: `RULE` (chosen on the sample set and fixed before any held-out figure was looked at)
-against the shipped fusion on every set.
+against the shipped fusion on every set (`--rule`: another rule, for diagnosis only).
 """
 
 from __future__ import annotations
@@ -135,6 +136,7 @@ def main() -> None:
     parser.add_argument("--set", nargs=3, action="append", metavar=("NAME", "VAULT", "QUESTIONS"), required=True)
     parser.add_argument("--store", action="append", default=[], help="NAME=DIR: the store of that set")
     parser.add_argument("--tune", help="the set to choose a rule on (prints the oracle and the best rules)")
+    parser.add_argument("--rule", help="FEATURE,THRESHOLD,LIGHTRAG,GRAPH instead of RULE (a diagnostic)")
     parser.add_argument("--cache", type=Path)
     args = parser.parse_args()
     started, cpu = time.perf_counter(), time.process_time()
@@ -146,7 +148,8 @@ def main() -> None:
         if name == args.tune:
             tune(data, rows)
             continue
-        rule = rule_of(*RULE)
+        feature, *values = args.rule.split(",") if args.rule else RULE
+        rule = rule_of(feature, *map(float, values))
         blended = sum(rule(f) is not FUSION for _i, f, _r in rows)
         print(row(f"{name} shipped", figures(per_question(data, rows, lambda _f: FUSION))))
         print(row(f"{name} rule ({blended}/{len(rows)} blended)", figures(per_question(data, rows, rule))))
