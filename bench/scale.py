@@ -183,22 +183,26 @@ class Run:
         return f"{time.perf_counter() - started:8.2f} s  ({cpu})"
 
     def warm_query(self) -> str:
-        """A query against a store already open (as `wikirag mcp` keeps it), after one to warm up."""
-        from wikirag.index.ledger import Ledger
-        from wikirag.index.run import open_ledger_store
-        from wikirag.lightrag.engine import open_engine
-        from wikirag.query.retrieve import query_store
+        """Context-only hybrid queries against a store already open (`WarmEngine`, what `wikirag mcp` keeps),
+        after one to warm up: the median of five questions, and the CPU of all five."""
+        from wikirag.query.engine import WarmEngine
 
-        async def go() -> float:
-            ledger = Ledger.load(open_ledger_store(self.config))
-            async with open_engine(self.config, **self.kwargs) as rag:
-                await query_store(self.config, "warm up", context_only=True, rag=rag, ledger=ledger)
-                started, cpu = time.perf_counter(), Cpu()
-                await query_store(self.config, "How do notes on attention and memory connect?", context_only=True,
-                                  rag=rag, ledger=ledger)
-                return f"{time.perf_counter() - started:8.2f} s  ({cpu})"
+        async def go() -> str:
+            async with WarmEngine(self.config, **self.kwargs) as engine:
+                await engine.query("warm up", mode="hybrid", context_only=True)
+                cpu, seconds = Cpu(), []
+                for question in _WARM_QUESTIONS:
+                    started = time.perf_counter()
+                    await engine.query(question, mode="hybrid", context_only=True)
+                    seconds.append(time.perf_counter() - started)
+                return f"{statistics.median(seconds):8.2f} s  median of {len(seconds)} (all five: {cpu})"
 
         return asyncio.run(go())
+
+
+_WARM_QUESTIONS = ("How do notes on attention and memory connect?", "What is the feedback loop of a habit?",
+                   "reading and writing index cards", "Which evidence supports the claim?",
+                   "How does structure help thinking?")
 
 
 def run(vault: Path, embedding: str, storage: str, rounds: int, quiet: float) -> None:

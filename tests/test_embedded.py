@@ -293,6 +293,30 @@ def test_an_index_on_embedded_equals_one_on_files_record_for_record(work):
     assert _embedded_snapshot(on_pg) == _as_pg(snapshot(fresh))
 
 
+def test_an_index_run_leaves_planner_statistics_on_the_tables_it_filled(work):
+    """The server may stop before autovacuum's first round: the run itself analyzes what it changed much."""
+    from wikirag.index.run import run_index
+
+    vault = _embedded_vault(work)
+    config = load_config(vault)
+    run_index(config, embedding_func=HashEmbedding().func())
+    analyzed = "SELECT last_analyze FROM pg_stat_user_tables WHERE relname = %s"
+    first = _rows(config.storage, analyzed, "lightrag_graph_edges")[0][0]
+    assert first is not None
+    stale = _rows(config.storage, "SELECT relname FROM pg_stat_user_tables WHERE relname LIKE 'lightrag%%' "
+                                  "AND n_mod_since_analyze > 50 + 0.1 * n_live_tup")
+    assert stale == []
+
+    _touch_one_note(vault)  # a small change: below the threshold, nothing is analyzed again
+    run_index(config, embedding_func=HashEmbedding().func())
+    assert _rows(config.storage, analyzed, "lightrag_graph_edges")[0][0] == first
+
+
+def _touch_one_note(vault: Path) -> None:
+    note = vault / "people" / "Alan Turing.md"
+    note.write_text(note.read_text(encoding="utf-8") + "\nOne more line.\n", encoding="utf-8")
+
+
 def test_index_and_doctor_recommend_the_embedded_backend_for_a_large_vault_on_files(tmp_path, fast_embedding,
                                                                                        monkeypatch):
     from wikirag.cli import app

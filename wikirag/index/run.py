@@ -39,6 +39,7 @@ from wikirag.settings import WikiragConfig, follow_store_embedding
 from wikirag.storage.fs import wipe_store_files
 from wikirag.storage.ledger_store import drop_workspace, ledger_store, recorded_embedding
 from wikirag.storage.locks import writer_lock
+from wikirag.storage.postgres import analyze_changed_tables
 from wikirag.vault.model import Vault, cyclic_gc_paused, freeze_long_lived, thaw_long_lived
 from wikirag.vault.read import scan_vault
 
@@ -228,8 +229,19 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
                                   "notes_indexed": len(plan.to_process), "notes_deleted": len(plan.deleted)})
         if ledger.pending.empty() and not summary_work(ledger, plan.llm_model):
             _remember_clean_run(config, files, plan, report)
+    if config.storage.uses_postgres:
+        _refresh_statistics(config)
     report.seconds = round(time.perf_counter() - started, 3)
     return report
+
+
+def _refresh_statistics(config: WikiragConfig) -> None:
+    """Give the tables this run changed much fresh planner statistics (storage.postgres.analyze_changed_tables);
+    a failure here costs query speed, never the run."""
+    import psycopg
+
+    with contextlib.suppress(WikiragError, psycopg.Error):
+        analyze_changed_tables(config.storage)
 
 
 _MANIFEST_FIELDS = ("notes_total", "notes_skipped", "notes_failed", "notes_pending_extraction", "entities",

@@ -209,3 +209,21 @@ def _check_create_table(conn: Any, settings: StorageSettings) -> StorageCheck:
 class _Rollback(Exception):
     """Raised inside a probe transaction to undo it."""
 
+
+
+def analyze_changed_tables(settings: StorageSettings) -> list[str]:
+    """ANALYZE the index's tables (LightRAG's and the ledger's) whose rows changed more than autovacuum's
+    default threshold (50 rows + 10 %) since their last statistics; returns their names.
+
+    Why: autovacuum looks once a minute, and an embedded server stops when its last wikirag process exits, so
+    after a first index its tables often have no statistics at all. LightRAG's graph queries then plan as if
+    the tables were empty: at 13,000 notes a warm hybrid query took 0.40 s instead of 0.25 s, the degree lookups
+    reading every edge of the workspace. On a server of your own this only does early what autovacuum would."""
+    with connect(settings, autocommit=True) as conn:
+        stale = [row[0] for row in conn.execute(
+            "SELECT relname FROM pg_stat_user_tables WHERE schemaname = current_schema() "
+            "AND (relname LIKE 'lightrag\\_%%' OR relname LIKE 'wikirag\\_%%') "
+            "AND n_mod_since_analyze > 50 + 0.1 * n_live_tup ORDER BY relname").fetchall()]
+        for name in stale:
+            conn.execute('ANALYZE "{}"'.format(name.replace('"', '""')))
+    return stale
