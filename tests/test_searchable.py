@@ -61,3 +61,41 @@ def test_an_index_of_another_version_is_rebuilt_by_a_run_with_nothing_to_do(tmp_
     run_index(config, embedding_func=HashEmbedding().func())  # the vault did not change
     index = load_index(config.workspace_dir)
     assert index is not None and index.chunk_paths == ["Note.md"] and "exampl" not in index.vocab
+
+
+def test_code_keeps_its_addresses_and_angle_brackets():
+    text = "Use `Map<String, Integer>` and `curl https://x.org/a`.\n\n```\n<div class=\"card\">\n```\nafter <div>x</div>"
+    out = searchable_text(text)
+    assert "`Map<String, Integer>`" in out and "`curl https://x.org/a`" in out and '<div class="card">' in out
+    assert out.endswith("after  x ")  # outside code the tags still go
+
+
+def test_only_html_elements_are_tags():
+    text = "if $a<n$ and all these words $b>c$ stay; so do <string> and <date> placeholders"
+    assert searchable_text(text) == text
+
+
+def test_a_bare_url_ends_where_its_characters_do_even_in_cjk_prose():
+    assert searchable_text("链接 https://a.com/x后面的中文内容。下一句") == "链接  后面的中文内容。下一句"
+    assert searchable_text("链接https://a.com/x 后面") == "链接  后面"
+    assert searchable_text("foo.www.bar and www.example.com/x ok") == "foo.www.bar and   ok"
+
+
+def test_a_damaged_lexical_index_is_rebuilt_not_a_crash(tmp_path):
+    from tests.storekit import HashEmbedding
+    from wikirag.index.lexical import LEXICAL_FILENAME
+    from wikirag.index.run import run_index
+    from wikirag.settings import load_config
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Note.md").write_text("# Note\n\nZymurgy is the chemistry of brewing.\n", encoding="utf-8")
+    config = load_config(vault, store=tmp_path / "store")
+    run_index(config, embedding_func=HashEmbedding().func())
+    saved = config.workspace_dir / LEXICAL_FILENAME
+    for damage in (saved.read_bytes()[:300], b""):  # truncated (a bad zip), then empty (EOF)
+        saved.write_bytes(damage)
+        assert load_index(config.workspace_dir) is None
+        run_index(config, embedding_func=HashEmbedding().func())  # nothing changed in the vault
+        index = load_index(config.workspace_dir)
+        assert index is not None and index.top("zymurgy", 1)

@@ -20,6 +20,7 @@ import io
 import json
 import re
 import unicodedata
+import zipfile
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -36,7 +37,8 @@ from wikirag.vault.model import cyclic_gc_paused
 LEXICAL_FILENAME = "wikirag_lexical.npz"
 NAMES_FILENAME = "wikirag_names.json"
 LINKS_FILENAME = "wikirag_links.json"
-LEXICAL_VERSION = 3  # 2: per-note chunk digests (incremental sync); 3: chunks tokenized as searchable_text
+LEXICAL_VERSION = 4  # 2: per-note chunk digests (incremental sync); 3: chunks tokenized as searchable_text;
+# 4: searchable_text leaves code as written and takes HTML elements only as tags
 BM25_K1, BM25_B = 1.5, 0.75
 
 CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
@@ -171,8 +173,12 @@ def save_index(index: LexicalIndex, workspace_dir: Path) -> None:
     atomic_write_bytes(workspace_dir / LEXICAL_FILENAME, buffer.getvalue())
 
 
+_DAMAGED = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile)  # what np.load raises on a broken file
+
+
 def load_index(workspace_dir: Path) -> LexicalIndex | None:
-    """The saved index, or None when there is none (or it is from another version: the next run rebuilds)."""
+    """The saved index, or None when there is none, it is damaged, or it is from another version (the next
+    run rebuilds it in all three cases)."""
     path = workspace_dir / LEXICAL_FILENAME
     if not path.is_file():
         return None
@@ -186,7 +192,7 @@ def load_index(workspace_dir: Path) -> LexicalIndex | None:
             return LexicalIndex(_split(npz["chunk_ids"], n), _split(npz["chunk_paths"], n),
                                 _split(npz["headings"], n), _split(npz["vocab"], v), npz["token_ids"],
                                 npz["offsets"], npz["data"], npz["indices"], npz["indptr"], keys)
-    except (OSError, ValueError, KeyError):
+    except _DAMAGED:
         return None
 
 
@@ -223,7 +229,7 @@ def search_files_ready(workspace_dir: Path) -> bool:
     try:
         with np.load(path) as npz:  # reads the small meta member only
             return json.loads(npz["meta"].tobytes()).get("version") == LEXICAL_VERSION
-    except (OSError, ValueError, KeyError):
+    except _DAMAGED:
         return False
 
 
