@@ -384,3 +384,22 @@ def test_newlines_and_bom_are_normalised() -> None:
 def test_name_and_title() -> None:
     note = parse_note("", "a/b/Some Name.MD")
     assert (note.name, note.title, note.words, note.links) == ("Some Name", "Some Name", 0, [])
+
+
+def test_an_integer_beyond_64_bits_is_kept_exactly_as_text_and_the_parse_cache_keeps_the_note(tmp_path) -> None:
+    huge = "1" + "0" * 400
+    note = fm(f"big: {huge}\nsmall: 12\nneg: -9223372036854775808")
+    assert note.frontmatter == {"big": huge, "small": 12, "neg": -(2**63)}
+
+    from tests.storekit import HashEmbedding
+    from wikirag.index.parsecache import load_parse_cache
+    from wikirag.index.run import run_index
+    from wikirag.settings import load_config
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Big.md").write_text(f"---\nbig: {huge}\n---\nA number.\n", encoding="utf-8")
+    (vault / "Other.md").write_text("Another note.\n", encoding="utf-8")
+    config = load_config(vault, store=tmp_path / "store")
+    run_index(config, embedding_func=HashEmbedding().func())
+    assert set(load_parse_cache(config.workspace_dir, config.index.encoding)) == {"Big.md", "Other.md"}

@@ -138,6 +138,9 @@ def _tags(values: list[Any]) -> list[str]:
     return out
 
 
+_INT64_MIN, _UINT64_MAX = -(2**63), 2**64 - 1
+
+
 def _json_safe(value: Any, count: list[int], depth: int) -> Any:
     count[0] += 1
     if count[0] > _MAX_NODES or depth > _MAX_DEPTH:
@@ -146,6 +149,8 @@ def _json_safe(value: Any, count: list[int], depth: int) -> Any:
         return {_key(k): _json_safe(v, count, depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple, set)):
         return [_json_safe(v, count, depth + 1) for v in value]
+    if isinstance(value, int) and not isinstance(value, bool) and not _INT64_MIN <= value <= _UINT64_MAX:
+        return str(value)  # JSON readers (orjson, databases) take 64-bit integers; a 400-digit one stays exact as text
     if value is None or isinstance(value, (str, bool, int)):
         return value
     if isinstance(value, float):
