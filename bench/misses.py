@@ -14,6 +14,7 @@ not rank the note; the graph signal is that of hybrid.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -82,7 +83,8 @@ def main() -> None:
         started, cpu = time.perf_counter(), time.process_time()
         data = load_set(Path(vault), Path(stores[name]) if name in stores else None, Path(qfile), args.cache)
         rows[name] = report(name, data, args.all)
-        print(f"\n{name}: {time.perf_counter() - started:.1f} s wall, {time.process_time() - cpu:.1f} s CPU")
+        print(f"\n{name}: {time.perf_counter() - started:.1f} s wall, {time.process_time() - cpu:.1f} s CPU, "
+              f"load {os.getloadavg()[0]:.1f}")
     print("\nrecall@5/MRR (* in the lists above: an expected note)")
     print(f"  {'set':16}" + "".join(f"{c:>14}" for c in COLUMNS))
     for name, f in rows.items():

@@ -144,3 +144,26 @@ def test_a_provided_name_that_is_not_there_leaves_the_module_to_import_as_usual(
     import dfr_pkg
 
     assert builtins.dfr_runs == 1 and dfr_pkg.b == "b"
+
+
+def test_a_deferred_module_that_fails_to_run_fails_again_on_every_read(tmp_path, monkeypatch):
+    """Not a half-run module for whoever holds it: each read retries the run and raises its error."""
+    root = tmp_path / "dfr_broken"
+    root.mkdir()
+    (root / "__init__.py").write_text("import builtins\nbuiltins.dfr_broken_runs += 1\nearly = 1\n"
+                                      "raise ImportError('a dependency is missing')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import builtins
+
+    monkeypatch.setattr(builtins, "dfr_broken_runs", 0, raising=False)
+    try:
+        guard._defer("dfr_broken", {})
+        import dfr_broken
+
+        for runs in (1, 2):
+            with pytest.raises(ImportError, match="a dependency is missing"):
+                dfr_broken.early  # noqa: B018
+            assert builtins.dfr_broken_runs == runs
+        assert "early" not in vars(dfr_broken)
+    finally:
+        sys.modules.pop("dfr_broken", None)

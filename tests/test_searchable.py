@@ -64,7 +64,8 @@ def test_an_index_of_another_version_is_rebuilt_by_a_run_with_nothing_to_do(tmp_
 
 
 def test_code_keeps_its_addresses_and_angle_brackets():
-    text = "Use `Map<String, Integer>` and `curl https://x.org/a`.\n\n```\n<div class=\"card\">\n```\nafter <div>x</div>"
+    text = ("Use `Map<String, Integer>` and `curl https://x.org/a`.\n\n"
+            "```\n<div class=\"card\">\n```\nafter <div>x</div>")
     out = searchable_text(text)
     assert "`Map<String, Integer>`" in out and "`curl https://x.org/a`" in out and '<div class="card">' in out
     assert out.endswith("after  x ")  # outside code the tags still go

@@ -100,7 +100,6 @@ def _store(config: WikiragConfig) -> Check:
         return Check("store", "fail", str(exc))
     except (ValueError, OSError) as exc:
         return Check("store", "fail", f"{store.location}: unreadable ledger: {exc}")
-    follow_store_embedding(config, ledger.meta.get("embedding"))  # as index and query will
     recorded, current = ledger.meta.get("embedding"), embedding_spec(config).identity
     if recorded and recorded != current:
         return Check("store", "fail", f"built with {recorded} but configured for {current}; "

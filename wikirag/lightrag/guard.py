@@ -66,15 +66,19 @@ class _DeferredModule(ModuleType):
         with _locks[self.__name__]:
             if type(self) is _DeferredModule and self.__name__ not in _running:
                 _running.add(self.__name__)  # a read from inside its own run sees a half-run module, as usual
+                unrun = dict(vars(self))
                 try:
                     self.__spec__.loader.exec_module(self)
                 except BaseException:
-                    if sys.modules.get(self.__name__) is self:
-                        del sys.modules[self.__name__]  # the next import tries again, as after a failed import
+                    # Back to unrun, still deferred: every holder of this object (`lightrag.utils.pypinyin`)
+                    # gets the import error again on its next read, never a half-run module.
+                    vars(self).clear()
+                    vars(self).update(unrun)
                     raise
+                else:
+                    self.__class__ = ModuleType
                 finally:
                     _running.discard(self.__name__)
-                    self.__class__ = ModuleType
         return ModuleType.__getattribute__(self, name)
 
 
