@@ -34,7 +34,7 @@ class Vault:
         self.max_bytes = max_bytes
         self._rules = rules or IgnoreRules()
         self._real_root = os.path.realpath(self.root)
-        self._abs: dict[str, Path] = {}
+        self._abs: dict[str, str] = {}  # note -> its path on disk, where that differs from root / note (NFD)
         self.stats: dict[str, tuple[int, int]] = {}  # note -> (size, mtime_ns) as scanned by `load`
         self.clean: set[str] = set()  # notes read without a problem by `load` (or taken from `trusted`)
         self.touched: set[str] = set()  # notes parsed, relinked or removed since the last `take_touched()`
@@ -76,7 +76,7 @@ class Vault:
                 known = parsed.get(note.path) if parsed else None
                 if known is not None and trusted.get(note.path) == stat:
                     vault.notes[note.path], vault.digests[note.path] = known[1], known[0]
-                    vault._abs[note.path] = note.abs_path
+                    vault._abs[note.path] = note.disk_path
                     vault.clean.add(note.path)
                     continue
                 read = read_note(note.abs_path, note.path, max_bytes)
@@ -89,7 +89,7 @@ class Vault:
                     hit = known is not None and known[0] == read.digest
                     vault.notes[note.path] = known[1] if hit else parse_note(read.text, note.path)
                     vault.digests[note.path] = read.digest
-                    vault._abs[note.path] = note.abs_path
+                    vault._abs[note.path] = note.disk_path
             vault.attachments = set(scan.attachments)
             for path in (*vault.notes, *scan.attachments):
                 vault._index.add(path)
@@ -103,7 +103,8 @@ class Vault:
 
     def abs_path(self, path: str) -> Path:
         """Where a note lives on disk (its own spelling there, e.g. NFD on macOS)."""
-        return self._abs.get(path) or self.root / path
+        disk = self._abs.get(path)
+        return Path(disk) if disk else self.root / path
 
     def outgoing(self, path: str) -> list[tuple[WikiLink, Resolution]]:
         """The note's links in document order (frontmatter first), each with its resolution."""
@@ -135,7 +136,8 @@ class Vault:
         """
         disk_rel = rel.replace(os.sep, "/").strip("/")
         path = nfc(disk_rel)
-        abs_path = self._abs.get(path) or self.root / disk_rel
+        disk = self._abs.get(path)
+        abs_path = Path(disk) if disk else self.root / disk_rel
         if self._rules.ignored(path) or not abs_path.is_file() or not self._within_vault(abs_path):
             self.remove_file(path)
             return []
@@ -156,7 +158,7 @@ class Vault:
         is_new = path not in self.notes
         self.notes[path] = parse_note(read.text, path)
         self.digests[path] = read.digest
-        self._abs[path] = abs_path
+        self._abs[path] = str(abs_path)
         if is_new:
             self._added(path)
         self._link(path)
