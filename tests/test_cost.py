@@ -724,3 +724,22 @@ def test_cost_estimate_prices_stock_lightrag_on_the_files_as_read_once(tmp_path)
     shared = estimate_cost(config)
     assert {"Bom.md", "Nul.md", "Bad.md"} <= {row.path for row in shared.notes}
     assert json.dumps(shared, default=vars) == json.dumps(estimate_for_config(config), default=vars)
+
+
+def test_cost_estimate_json_of_a_big_vault_holds_the_same_values_on_one_line(monkeypatch):
+    """Above INDENTED_JSON_NOTES the JSON is written by orjson on one line: the values must not change."""
+    from typer.testing import CliRunner
+
+    from wikirag.cli import app
+
+    cli_app = importlib.import_module("wikirag.cli.app")  # the module (the package's `app` is the Typer app)
+
+    runner = CliRunner()
+    sample = str(Path(__file__).resolve().parent.parent / "sample_vault")
+    indented = runner.invoke(app, ["cost-estimate", sample, "--json"])
+    assert indented.exit_code == 0, indented.output
+    monkeypatch.setattr(cli_app, "INDENTED_JSON_NOTES", 1)
+    one_line = runner.invoke(app, ["cost-estimate", sample, "--json"])
+    assert one_line.exit_code == 0, one_line.output
+    assert one_line.stdout.count("\n") == 1 < indented.stdout.count("\n")
+    assert json.loads(one_line.stdout) == json.loads(indented.stdout)
