@@ -56,3 +56,37 @@ def test_the_minilm_tokenizer_ships_with_wikirag_and_is_checked(monkeypatch):
     monkeypatch.setattr(embeddings, "MINILM_TOKENIZER_SHA256", "0" * 64)
     with pytest.raises(RuntimeError, match="sha256"):
         embeddings.minilm_files()
+
+
+@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
+def test_the_encoding_equals_tiktokens_own_and_a_bad_ranks_copy_is_made_again(tmp_path, monkeypatch, name):
+    """get_encoding reads the merge ranks from a marshal copy beside the seeded file (faster than tiktoken's
+    parse): it must be tiktoken's encoding exactly, and a damaged or foreign copy is never trusted."""
+    import hashlib
+    import marshal
+
+    import tiktoken
+
+    from wikirag.lightrag import tokens
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    tokens.get_encoding.cache_clear()
+    ours, theirs = tokens.get_encoding(name), tiktoken.get_encoding(name)
+    assert ours._mergeable_ranks == theirs._mergeable_ranks
+    assert (ours._pat_str, ours._special_tokens) == (theirs._pat_str, theirs._special_tokens)
+    text = "Enigma’s rotors, 暗号史 and naïve code: x += 1 <|endoftext|>"
+    assert ours.encode(text, disallowed_special=()) == theirs.encode(text, disallowed_special=())
+
+    copy = tokens.cache_path(name, tmp_path).with_name(tokens.cache_path(name, tmp_path).name + ".ranks.marshal")
+    sidecar = copy.with_name(copy.name + ".sha256")
+    assert copy.exists() and sidecar.exists()
+    forged = marshal.dumps((tokens._ENCODINGS[name][1], {b"a": 0}))
+    for damage in (copy.read_bytes()[:1000], forged):  # truncated; a well-formed copy its sidecar does not vouch for
+        copy.write_bytes(damage)
+        assert tokens._mergeable_ranks(name, tmp_path) == theirs._mergeable_ranks
+        assert copy.read_bytes() != damage  # made again
+    other_source = marshal.dumps(("0" * 64, {b"a": 0}))  # from another file, with a matching sidecar
+    copy.write_bytes(other_source)
+    sidecar.write_text(hashlib.sha256(other_source).hexdigest())
+    assert tokens._mergeable_ranks(name, tmp_path) == theirs._mergeable_ranks
+    tokens.get_encoding.cache_clear()
