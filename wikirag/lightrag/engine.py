@@ -141,6 +141,9 @@ async def open_engine(
     import_lightrag()
     from lightrag import LightRAG
 
+    from wikirag.lightrag.graph_copy import install as install_graph_copy
+
+    install_graph_copy()  # the file store's graph loads from a JSON copy when it matches the GraphML
     counter = embedding_counter or EmbeddingCounter()
     config.workspace_dir.mkdir(parents=True, exist_ok=True)
     _claim_workspace(config)
