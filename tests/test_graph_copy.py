@@ -33,7 +33,8 @@ def _graphml(config) -> str:
     return str(config.workspace_dir / "graph_chunk_entity_relation.graphml")
 
 
-def test_an_indexed_store_has_a_copy_equal_to_its_graphml_and_queries_read_the_same(tmp_path, fast_embedding):
+def test_an_indexed_store_has_a_copy_equal_to_its_graphml_and_queries_read_the_same(tmp_path, fast_embedding,
+                                                                                     monkeypatch):
     vault = copy_vault(SAMPLE, tmp_path / "vault")
     runner = CliRunner()
     assert runner.invoke(app, ["index", str(vault)]).exit_code == 0
@@ -44,7 +45,13 @@ def test_an_indexed_store_has_a_copy_equal_to_its_graphml_and_queries_read_the_s
     _same(nx.read_graphml(graphml), copied)
 
     ask = ["query", "Who worked with Alan Turing?", "--vault", str(vault), "--context-only", "--json", "-m", "hybrid"]
+
+    def no_graphml(*args, **kwargs):
+        raise AssertionError("the GraphML was parsed although its copy matches")
+
+    monkeypatch.setattr(nx, "read_graphml", no_graphml)  # proves the query reads the copy
     with_copy = runner.invoke(app, ask)
+    monkeypatch.undo()
     os.unlink(copy_path(graphml))
     without = runner.invoke(app, ask)
     assert with_copy.exit_code == without.exit_code == 0
@@ -103,3 +110,32 @@ def test_neighbour_order_matches_the_graphml_reader_on_random_graphs(tmp_path):
         read, copied = nx.read_graphml(path), read_copy(path)
         _same(read, copied)
         assert all(list(read.adj[n]) == list(copied.adj[n]) for n in read)
+
+
+def test_without_lxml_no_copy_is_written(tmp_path, monkeypatch):
+    """networkx then writes with ElementTree, which turns a \\r in text into \\n on the way back."""
+    import sys
+
+    graph = nx.Graph()
+    graph.add_node("a", description="x\ry")
+    path = str(tmp_path / "graph.graphml")
+    nx.write_graphml(graph, path)
+    write_copy(graph, path)
+    assert os.path.exists(copy_path(path))
+    monkeypatch.setitem(sys.modules, "lxml.etree", None)  # import lxml.etree now raises ImportError
+    nx.write_graphml(graph, path)
+    write_copy(graph, path)
+    assert not os.path.exists(copy_path(path))
+    assert nx.read_graphml(path).nodes["a"]["description"] == "x\ny"  # what the copy would have got wrong
+
+
+def test_a_copy_that_cannot_be_written_does_not_fail_the_graphs_commit(tmp_path, caplog):
+    graph = nx.Graph()
+    graph.add_edge("a", "b", weight=1.0)
+    path = str(tmp_path / "graph.graphml")
+    nx.write_graphml(graph, path)
+    os.mkdir(copy_path(path))  # the copy's name is taken: the rename fails
+    write_copy(graph, path)  # logs, does not raise
+    assert "copy was not written" in caplog.text
+    assert read_copy(path) is None and nx.read_graphml(path).number_of_edges() == 1
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []

@@ -90,3 +90,29 @@ def test_the_encoding_equals_tiktokens_own_and_a_bad_ranks_copy_is_made_again(tm
     sidecar.write_text(hashlib.sha256(other_source).hexdigest())
     assert tokens._mergeable_ranks(name, tmp_path) == theirs._mergeable_ranks
     tokens.get_encoding.cache_clear()
+
+
+def test_a_ranks_copy_others_could_write_is_not_trusted_and_tiktoken_is_left_alone(tmp_path, monkeypatch):
+    import hashlib
+    import marshal
+
+    import tiktoken
+    import tiktoken.load
+    import tiktoken_ext.openai_public as openai_public
+
+    from wikirag.lightrag import tokens
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    tokens.get_encoding.cache_clear()
+    tokens.get_encoding("cl100k_base")
+    # the constructor ran with our ranks in a private copy of its globals: the module still has tiktoken's loader
+    assert openai_public.load_tiktoken_bpe is tiktoken.load.load_tiktoken_bpe
+
+    source = tokens.cache_path("cl100k_base", tmp_path)
+    copy = source.with_name(source.name + ".ranks.marshal")
+    planted = marshal.dumps((tokens._ENCODINGS["cl100k_base"][1], {b"a": 0}))
+    copy.write_bytes(planted)
+    copy.with_name(copy.name + ".sha256").write_text(hashlib.sha256(planted).hexdigest())
+    copy.chmod(0o666)  # a copy anyone could have written, with a sidecar that vouches for it
+    assert tokens._mergeable_ranks("cl100k_base", tmp_path) == tiktoken.get_encoding("cl100k_base")._mergeable_ranks
+    tokens.get_encoding.cache_clear()

@@ -16,7 +16,7 @@ import importlib.util
 import marshal
 import os
 import tempfile
-import threading
+import types
 from functools import lru_cache
 from pathlib import Path
 
@@ -87,17 +87,14 @@ def get_encoding(name: str = DEFAULT_ENCODING):
     import tiktoken_ext.openai_public as openai_public
 
     ranks = _mergeable_ranks(name, cache_dir)
-    with _PATCH_LOCK:  # the constructor reads the ranks through this module global
-        original = openai_public.load_tiktoken_bpe
-        openai_public.load_tiktoken_bpe = lambda *args, **kwargs: ranks
-        try:
-            params = getattr(openai_public, name)()
-        finally:
-            openai_public.load_tiktoken_bpe = original
-    return tiktoken.Encoding(**params)
+    constructor = getattr(openai_public, name)
+    # tiktoken's own constructor, run with its ranks loader bound to ours in a private copy of its globals (the
+    # module is left alone: another thread's tiktoken.get_encoding must not pick up these ranks)
+    private = types.FunctionType(constructor.__code__, {**constructor.__globals__,
+                                                        "load_tiktoken_bpe": lambda *args, **kwargs: ranks})
+    return tiktoken.Encoding(**private())
 
 
-_PATCH_LOCK = threading.Lock()
 _RANKS_SUFFIX = ".ranks.marshal"  # beside the seeded file: (its sha256, {token bytes: rank}), marshalled
 
 
@@ -111,9 +108,9 @@ def _mergeable_ranks(name: str, cache_dir: Path) -> dict[bytes, int]:
     expected_source = _ENCODINGS[name][1]
     try:
         data = copy.read_bytes()
-        if hashlib.sha256(data).hexdigest() == sidecar.read_text(encoding="ascii").strip():
+        if _private_file(copy) and hashlib.sha256(data).hexdigest() == sidecar.read_text(encoding="ascii").strip():
             source_sha256, ranks = marshal.loads(data)
-            if source_sha256 == expected_source and isinstance(ranks, dict):
+            if source_sha256 == expected_source and _well_formed(ranks):
                 return ranks
     except (OSError, ValueError, EOFError, TypeError):
         pass
@@ -128,11 +125,30 @@ def _mergeable_ranks(name: str, cache_dir: Path) -> dict[bytes, int]:
     return ranks
 
 
+def _private_file(path: Path) -> bool:
+    """Ours alone (POSIX): owned by this user, writable by no one else. tiktoken's pinned sha256 refuses a
+    planted BPE file; a copy someone else could write is not trusted either."""
+    if not hasattr(os, "getuid"):
+        return True
+    st = path.stat()
+    return st.st_uid == os.getuid() and not st.st_mode & 0o022
+
+
+def _well_formed(ranks: object) -> bool:
+    return (isinstance(ranks, dict) and all(isinstance(k, bytes) for k in ranks)
+            and sorted(ranks.values()) == list(range(len(ranks))))
+
+
 def _write_atomic(path: Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".seed-")
-    with os.fdopen(fd, "wb") as out:
-        out.write(data)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 @lru_cache(maxsize=4096)  # bounded: LLM prompts are counted here too
