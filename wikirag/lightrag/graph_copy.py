@@ -24,9 +24,11 @@ import contextlib
 import logging
 import math
 import os
-import tempfile
 import threading
+from pathlib import Path
 from typing import Any
+
+from wikirag.storage.fs import atomic_write_bytes
 
 COPY_VERSION = 2  # 2: the stamp holds the GraphML's ctime too, as strings
 _INT64 = (-(2**63), 2**63 - 1)
@@ -78,7 +80,8 @@ def write_copy(graph: Any, graphml: str) -> None:
         if payload is None:
             _remove(target)
         else:
-            _replace(target, payload)
+            # no fsync: a torn or lost copy only costs the slow path (LightRAG does not fsync its GraphML either)
+            atomic_write_bytes(Path(target), payload, durable=False)
     except Exception as exc:  # noqa: BLE001  (a full disk, a permission, a locked file on Windows)
         log.warning("%s: the graph's fast-loading copy was not written (%s); the GraphML is read instead", target, exc)
         with contextlib.suppress(OSError):
@@ -103,20 +106,6 @@ def _payload(graph: Any, graphml: str) -> bytes | None:
     if not lossless:
         return None
     return orjson.dumps({"version": COPY_VERSION, "stamp": stamp, "nodes": nodes, "edges": edges})
-
-
-def _replace(path: str, payload: bytes) -> None:
-    """tmp + rename, no fsync: a torn or lost copy only costs the slow path (LightRAG does not fsync its GraphML)."""
-    folder, name = os.path.split(path)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(payload)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def read_copy(graphml: str) -> Any | None:

@@ -15,12 +15,12 @@ import hashlib
 import importlib.util
 import marshal
 import os
-import tempfile
 import types
 from functools import lru_cache
 from pathlib import Path
 
 from wikirag.lightrag.guard import import_lightrag
+from wikirag.storage.fs import atomic_write_bytes
 
 # The download URLs tiktoken uses (the cache file name is their sha1) and the sha256 it pins.
 _ENCODINGS = {
@@ -69,10 +69,7 @@ def seed_tiktoken_cache() -> Path:
         if hashlib.sha256(data).hexdigest() != sha256:
             raise RuntimeError(f"bundled {encoding} does not match the sha256 tiktoken pins")
         cache_dir.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=cache_dir, prefix=".seed-")
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.replace(tmp, target)
+        atomic_write_bytes(target, data)
     return cache_dir
 
 
@@ -120,8 +117,8 @@ def _mergeable_ranks(name: str, cache_dir: Path) -> dict[bytes, int]:
     ranks = load_tiktoken_bpe(url, expected_hash=expected_source)  # checks the seeded file's sha256 itself
     data = marshal.dumps((expected_source, ranks))
     with contextlib.suppress(OSError):  # a read-only cache still works, at tiktoken's speed
-        _write_atomic(copy, data)
-        _write_atomic(sidecar, hashlib.sha256(data).hexdigest().encode("ascii"))
+        atomic_write_bytes(copy, data)
+        atomic_write_bytes(sidecar, hashlib.sha256(data).hexdigest().encode("ascii"))
     return ranks
 
 
@@ -137,18 +134,6 @@ def _private_file(path: Path) -> bool:
 def _well_formed(ranks: object) -> bool:
     return (isinstance(ranks, dict) and all(isinstance(k, bytes) for k in ranks)
             and sorted(ranks.values()) == list(range(len(ranks))))
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".seed-")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 @lru_cache(maxsize=4096)  # bounded: LLM prompts are counted here too

@@ -60,18 +60,22 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def atomic_write_bytes(path: Path, payload: bytes) -> None:
-    """Write a file so that readers and crashes only ever see the old or the new whole content."""
+def atomic_write_bytes(path: Path, payload: bytes, *, durable: bool = True) -> None:
+    """Write a file so that readers and crashes only ever see the old or the new whole content. `durable=False`
+    skips the fsyncs, for a derived file whose loss after a machine crash only costs rebuilding it."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(payload)
-            out.flush()
-            os.fsync(out.fileno())
+            if durable:
+                out.flush()
+                os.fsync(out.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    if not durable:
+        return
     with contextlib.suppress(OSError):  # make the rename itself durable (POSIX; not possible on Windows)
         dir_fd = os.open(path.parent, os.O_RDONLY)
         try:
