@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from wikirag.index.ledger import Ledger
+from wikirag.index.store_model import adopt_store_embedding
 from wikirag.lightrag.engine import embedding_spec
-from wikirag.settings import WikiragConfig, follow_store_embedding, workspace_name
-from wikirag.storage.ledger_store import ledger_store, recorded_embedding
+from wikirag.settings import WikiragConfig, workspace_name
+from wikirag.storage.ledger_store import ledger_store
 from wikirag.storage.postgres import StorageUnreachable, check_storage
 from wikirag.storage.settings import scale_advice
 
@@ -142,7 +143,7 @@ def _llm(config: WikiragConfig, call: bool) -> Check:
 def _adopt_store_model(config: WikiragConfig) -> None:
     """Follow the local model the store was built with (its ledger head), as `index` and `query` do."""
     with contextlib.suppress(StorageUnreachable, ValueError, OSError):  # the store check then says what is wrong
-        follow_store_embedding(config, recorded_embedding(config.storage, config.workspace_dir, config.workspace))
+        adopt_store_embedding(config)
 
 
 def run_doctor(config: WikiragConfig, *, check_llm_call: bool = False) -> DoctorReport:

@@ -29,15 +29,16 @@ from wikirag.index.manifest import drop_manifest, load_unchanged, save_manifest,
 from wikirag.index.parsecache import load_parse_cache, save_parse_cache
 from wikirag.index.planning import DERIVATION_VERSION, Plan, plan_index, stable_digest
 from wikirag.index.report import IndexReport, Progress, fill_plan_counts, fill_totals
+from wikirag.index.store_model import adopt_store_embedding
 from wikirag.index.summaries import MODE_KEY, TODO_KEY, summary_work
 from wikirag.lightrag.embeddings import EmbeddingCounter
 from wikirag.lightrag.engine import embedding_spec, open_engine
 from wikirag.lightrag.hinting import HintingLLM
 from wikirag.lightrag.tokens import count_tokens
 from wikirag.lightrag.writer import StoreWriter
-from wikirag.settings import WikiragConfig, follow_store_embedding
+from wikirag.settings import WikiragConfig
 from wikirag.storage.fs import wipe_store_files
-from wikirag.storage.ledger_store import drop_workspace, ledger_store, recorded_embedding
+from wikirag.storage.ledger_store import drop_workspace, ledger_store
 from wikirag.storage.locks import writer_lock
 from wikirag.storage.postgres import analyze_changed_tables
 from wikirag.vault.model import Vault, cyclic_gc_paused, freeze_long_lived, thaw_long_lived
@@ -129,7 +130,7 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
         return report
 
     if not rebuild:  # a store keeps the local model it was built with unless a setting names another
-        follow_store_embedding(config, recorded_embedding(config.storage, config.workspace_dir, config.workspace))
+        adopt_store_embedding(config)
     _check_settings(config, llm_func or hinting)
     if batch:
         from wikirag.llm.batch import check_batch

@@ -16,10 +16,10 @@ from typing import Any
 
 from wikirag.errors import QueryFailed, StoreNotFound
 from wikirag.index.lexical import LEXICAL_FILENAME, NAMES_FILENAME, LexicalIndex, load_index
+from wikirag.index.store_model import adopt_store_embedding
 from wikirag.query.notes import NoteTable, obsidian_uri, read_note_table
 from wikirag.query.search import SearchResult, read_note_text, search_notes
-from wikirag.settings import WikiragConfig, follow_store_embedding
-from wikirag.storage.ledger_store import recorded_embedding
+from wikirag.settings import WikiragConfig
 
 
 @dataclass
@@ -83,11 +83,9 @@ class WarmEngine:
         self._stamp: tuple[float, float] | None = None
 
     async def __aenter__(self) -> WarmEngine:
-        recorded = recorded_embedding(self.config.storage, self.config.workspace_dir, self.config.workspace)
-        if recorded is None:
+        if adopt_store_embedding(self.config) is None:  # questions are embedded with the store's own model
             raise StoreNotFound(f"{self.config.workspace_dir}: no index here; "
                                 f"run `wikirag index {self.config.vault}` first")
-        follow_store_embedding(self.config, recorded)  # questions are embedded with the store's own model
         self._reload()
         return self
 

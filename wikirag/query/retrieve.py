@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wikirag.errors import QueryFailed, StoreNotFound
+from wikirag.index.store_model import adopt_store_embedding
 from wikirag.lightrag.engine import open_engine
 from wikirag.lightrag.query import query_param
 from wikirag.query.notes import NoteTable, obsidian_uri, read_note_table
-from wikirag.settings import STORE_DIRNAME, WikiragConfig, follow_store_embedding
-from wikirag.storage.ledger_store import recorded_embedding
+from wikirag.settings import STORE_DIRNAME, WikiragConfig
 
 if TYPE_CHECKING:
     from wikirag.index.ledger import Ledger
@@ -167,11 +167,9 @@ async def query_store(
         raise QueryFailed(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
     if not question.strip():
         raise QueryFailed("the question is empty")
-    if rag is None:
-        recorded = recorded_embedding(config.storage, config.workspace_dir, config.workspace)
-        if recorded is None:
-            raise StoreNotFound(f"{config.workspace_dir}: no index here; run `wikirag index {config.vault}` first")
-        follow_store_embedding(config, recorded)  # the question is embedded with the store's own model
+    # without an open store: check there is one, and embed the question with the store's own model
+    if rag is None and adopt_store_embedding(config) is None:
+        raise StoreNotFound(f"{config.workspace_dir}: no index here; run `wikirag index {config.vault}` first")
     if mode == "bypass" and llm_func is None:
         raise QueryFailed("mode 'bypass' sends the question straight to the LLM, and none is configured")
     notes = notes or read_note_table(config)
