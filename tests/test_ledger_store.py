@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import sqlite3
 from pathlib import Path
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from wikirag.graph.records import EntityFragment, RelationFragment
-from wikirag.index.ledger import Ledger, NoteEntry, Pending
+from wikirag.index.ledger import Ledger, NoteEntry, Pending, _entry_to_dict
 from wikirag.storage.ledger_store import FileLedgerStore
 from wikirag.storage.sqlite_store import INDEX_DB_FILENAME, SqliteLedgerStore
 
@@ -144,3 +145,91 @@ def test_stats_graph_figures_from_the_ledger_equal_the_stores(tmp_path: Path):
     run_index(config, embedding_func=HashEmbedding().func())
     from_ledger = ledger_graph_stats(config)
     assert from_ledger.nodes > 40 and from_ledger == store_graph_stats(config)
+
+
+class _CountingStore:
+    """A row store that records which rows were fetched (decoded) and how often."""
+
+    def __init__(self, store) -> None:
+        self.store, self.fetched = store, []
+
+    def __getattr__(self, name):
+        return getattr(self.store, name)
+
+    def fetch(self, paths):
+        self.fetched.append(sorted(paths))
+        return self.store.fetch(paths)
+
+
+def check_lazy_reads(make_store) -> None:
+    """A loaded ledger reads every note's summary without decoding rows, decodes only the notes asked for,
+    and its fragments, record counts and saves equal those of a fully decoded ledger. Shared with the
+    PostgreSQL tests (`make_store()` returns a fresh store object over the same rows)."""
+    rng = random.Random(11)
+    names = [f"Note {i}" for i in range(60)] + ["Gap", "Other gap"]
+    ledger = Ledger.load(make_store())
+    for i in range(60):
+        ledger.notes[f"n{i}.md"] = _entry(i, rng.sample(names, rng.randint(0, 4)))
+    ledger.save()
+    counting = _CountingStore(make_store())
+    lazy = Ledger.load(counting)
+    assert len(lazy.notes) == 60 and "n3.md" in lazy.notes and not counting.fetched
+    for path, entry in ledger.notes.items():
+        row = lazy.notes.summary(path)
+        assert (row.signature, row.status, row.chunk_digest, row.chunks) == (
+            entry.signature, entry.status, entry.chunk_digest, len(entry.chunk_ids))
+        assert row.digest == ledger.notes.digests[path]
+    assert not counting.fetched
+    assert lazy.notes["n3.md"] == ledger.notes["n3.md"] and counting.fetched == [["n3.md"]]
+    # the store counts (nothing decoded), as the indexes of every decoded fragment do
+    assert lazy.record_counts() == (len(ledger.entity_index()), len(ledger.relation_index()))
+    assert counting.fetched == [["n3.md"]]
+
+    # unsaved changes: set, removed while still undecoded, added
+    eager = Ledger.load(make_store())
+    eager.notes.load_all()
+    for table in (lazy.notes, eager.notes):
+        table["n5.md"] = _entry(5, ["Gap", "Note 9"])
+        del table["n7.md"]
+        table["n60.md"] = _entry(60, ["Note 3", "Other gap"])
+    wanted = {"Note 3", "Gap", "Note 7", "Nobody"}
+    keys = {("Gap", "Note 5"), ("Note 3", "Note 60"), *(tuple(sorted((f.src, f.tgt)))
+                                                       for f in eager.notes["n11.md"].relations)}
+    found_e, found_r = lazy.fragments_of(wanted, keys)
+    full_e, full_r = eager.entity_index(), eager.relation_index()
+    assert _same(found_e, {n: full_e[n] for n in wanted if n in full_e})
+    assert all(f.file_path != "n7.md" for fs in found_e.values() for f in fs)  # the removed note's are gone
+    assert _same(found_r, {k: full_r[k] for k in keys if k in full_r}) and found_r
+    assert len({p for batch in counting.fetched for p in batch}) < 40  # the holders, not every note
+
+    lazy.save()
+    reread = Ledger.load(make_store())
+    assert reread.notes == eager.notes and reread.record_counts() == (len(full_e), len(full_r))
+    assert {p: reread.notes.summary(p).digest for p in reread.notes} == lazy.notes.digests
+
+
+def test_a_loaded_ledger_decodes_only_the_notes_asked_for(tmp_path: Path):
+    check_lazy_reads(lambda: SqliteLedgerStore(tmp_path / "ws"))
+
+
+def test_a_ledger_from_before_row_digests_gets_them_on_open(tmp_path: Path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    db = sqlite3.connect(ws / INDEX_DB_FILENAME)
+    db.execute("CREATE TABLE docs (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    db.execute("CREATE TABLE ledger_notes (path TEXT PRIMARY KEY, entry TEXT NOT NULL)")  # the old schema
+    db.execute("INSERT INTO docs VALUES ('ledger', ?)", (json.dumps({"version": 1, "meta": {}, "pending": {}}),))
+    entries = {f"n{i}.md": _entry(i, ["Gap"]) for i in range(3)}
+    db.executemany("INSERT INTO ledger_notes VALUES (?, ?)",
+                   [(p, json.dumps(_entry_to_dict(e))) for p, e in entries.items()])
+    db.commit()
+    db.close()
+    ledger = Ledger.load(ws)
+    digests = {p: ledger.notes.summary(p).digest for p in ledger.notes}
+    assert all(len(d) == 40 for d in digests.values()) and len(set(digests.values())) == 3
+    assert dict(ledger.notes.items()) == entries and ledger.record_counts() == (4, 3)
+    ledger.notes["n1.md"] = _entry(1, ["Other gap"])
+    ledger.save()
+    again = Ledger.load(ws)
+    assert again.notes.summary("n1.md").digest != digests["n1.md"]
+    assert again.notes.summary("n2.md").digest == digests["n2.md"] and again.notes == ledger.notes

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from wikirag.index.bm25 import bm25_weights
-from wikirag.index.ledger import NoteEntry
+from wikirag.index.ledger import NoteEntry, NoteTable
 from wikirag.index.lexical import build_index, dirty_notes, load_index, sync_search_files, tokenize
 
+SAMPLE = Path(__file__).resolve().parent.parent / "sample_vault"
 QUERIES = ["attention memory", "spaced repetition cards", "zebra", "the", "graph of notes", "memory memory loop"]
 
 
@@ -67,7 +69,7 @@ class _Rag:
 
 class _Ledger:
     def __init__(self) -> None:
-        self.notes: dict[str, NoteEntry] = {}
+        self.notes = NoteTable()
 
 
 def _put(rag: _Rag, ledger: _Ledger, path: str, chunks: list[str], title: str = "") -> None:
@@ -125,3 +127,43 @@ def test_a_chunk_missing_from_the_store_is_fetched_again_next_sync(tmp_path):
     assert dirty == {"d.md"}
     asyncio.run(sync_search_files(rag, ledger, tmp_path, old=first, dirty=dirty))
     assert lost in load_index(tmp_path).chunk_ids
+
+
+def test_names_and_links_tables_are_rederived_only_for_changed_ledger_rows(tmp_path, monkeypatch):
+    """After a run, the names and links files equal tables derived from every ledger entry, and the run
+    derived rows only for the notes whose ledger rows changed; the report's record counts are the ledger's."""
+    import orjson
+
+    from tests.storekit import HashEmbedding, indexed_copy
+    from wikirag.index import lexical
+    from wikirag.index.ledger import Ledger
+    from wikirag.index.run import run_index
+
+    config = indexed_copy(SAMPLE, tmp_path / "vault")
+    notes = sorted(config.vault.rglob("*.md"))
+    edited, removed = notes[1], notes[2]
+    edited.write_text(edited.read_text(encoding="utf-8") + "\nSee also [[A brand new page]].\n", encoding="utf-8")
+    removed.unlink()
+    (config.vault / "A brand new page.md").write_text("# A brand new page\n\nLinks [[" + notes[3].stem + "]].\n",
+                                                      encoding="utf-8")
+    derived: list[str] = []
+    real = lexical.names_row
+    monkeypatch.setattr(lexical, "names_row", lambda entry: derived.append(entry.doc_id) or real(entry))
+    report = run_index(config, embedding_func=HashEmbedding().func())
+    during = len(derived)
+
+    ledger = Ledger.load(config.workspace_dir)
+    names = orjson.loads((config.workspace_dir / lexical.NAMES_FILENAME).read_bytes())
+    links = orjson.loads((config.workspace_dir / lexical.LINKS_FILENAME).read_bytes())
+    assert names["notes"] == lexical.names_table(ledger) and links == lexical.links_table(ledger)
+    assert (report.entities, report.relations) == (len(ledger.entity_index()), len(ledger.relation_index()))
+    assert 2 <= during < len(ledger.notes) // 2  # the new and edited notes (and those they link)
+    assert set(names["digests"]) == set(ledger.notes)
+
+    (config.workspace_dir / lexical.NAMES_FILENAME).write_bytes(b"{ not json")  # damaged: derived again whole
+    edited.write_text(edited.read_text(encoding="utf-8") + "\nOne more line.\n", encoding="utf-8")
+    derived.clear()
+    run_index(config, embedding_func=HashEmbedding().func())
+    during = len(derived)
+    names = orjson.loads((config.workspace_dir / lexical.NAMES_FILENAME).read_bytes())
+    assert during == len(ledger.notes) and names["notes"] == lexical.names_table(Ledger.load(config.workspace_dir))

@@ -588,3 +588,9 @@ def test_doctor_warns_when_a_shared_server_gets_the_folder_name_as_workspace(pg,
     assert warned and warned[0].status == "warn" and "unique name" in warned[0].detail
     named = WikiragConfig(vault=vault, store=tmp_path / "store", workspace="team-notes", storage=settings)
     assert not [c for c in run_doctor(named).checks if c.name == "workspace"]
+
+
+def test_a_loaded_ledger_decodes_only_the_notes_asked_for(settings):
+    from tests.test_ledger_store import check_lazy_reads
+
+    check_lazy_reads(lambda: PostgresLedgerStore(settings, "ledger_lazy"))

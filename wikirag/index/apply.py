@@ -59,6 +59,7 @@ async def _run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: Wik
     drop_manifest(config.workspace_dir)  # the store is about to change (watch runs come here too)
     # With an LLM, hub descriptions get LightRAG's summary at the end of the run (index/summaries.py).
     summaries = Summaries.for_run(writer.rag, tokenizer, plan.llm_model if hinting else "")
+    ledger.notes.load([*plan.deleted, *plan.to_process])  # the entries this run replaces, in one read
     # Finish what a crashed run promised before anything new.
     if not ledger.pending.empty():
         await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report, summaries=summaries)

@@ -13,22 +13,26 @@ the workspace folder, or tables in the PostgreSQL database that holds the index.
 (meta, pending) and only the notes set or removed since the last save (`NoteTable` tracks them), so a
 one-note change writes one row, not the whole ledger.
 
-The entity and relation indexes (name -> fragments of every note) are kept current as notes are set and
-removed, so applying a change looks up the touched names instead of re-reading every fragment; `watch`
-keeps one Ledger in memory across its batches.
+Reads are per note too (index.note_table): a loaded ledger holds each note's signature, status and chunk
+figures as the store extracted them, and decodes a note's row when the run asks for its entry. Applying a
+change asks the store which notes hold the touched entity names and relation keys (`fragments_of`), so a
+one-note edit decodes a few rows, not 13,000. `watch` keeps one Ledger in memory across its batches, with
+the entity and relation indexes (name -> fragments of every note) built once and kept current.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from wikirag.graph.records import EntityFragment, NoteContribution, RelationFragment
+from wikirag.index.note_table import NoteTable, relation_key
 from wikirag.storage.fs import LEDGER_FILENAME
+from wikirag.storage.ledger_rows import encode_row
 from wikirag.storage.ledger_store import LedgerStore
 from wikirag.storage.sqlite_store import SqliteLedgerStore
 from wikirag.vault.model import cyclic_gc_paused
@@ -100,134 +104,6 @@ class Pending:
                    set(data.get("entities", [])), {tuple(r) for r in data.get("relations", [])})
 
 
-K = TypeVar("K")
-F = TypeVar("F")
-
-
-class _FragmentIndex(Mapping[K, list[F]], Generic[K, F]):
-    """key -> fragments from every note, kept as key -> {path: fragments} so one note is replaced alone."""
-
-    def __init__(self) -> None:
-        self._by_key: dict[K, dict[str, list[F]]] = {}
-
-    def add(self, path: str, fragments: dict[K, list[F]]) -> None:
-        for key, items in fragments.items():
-            self._by_key.setdefault(key, {})[path] = items
-
-    def remove(self, path: str, keys: Iterator[K] | set[K]) -> None:
-        for key in keys:
-            bucket = self._by_key.get(key)
-            if bucket is not None:
-                bucket.pop(path, None)
-                if not bucket:
-                    del self._by_key[key]
-
-    def __getitem__(self, key: K) -> list[F]:
-        return [f for items in self._by_key[key].values() for f in items]
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._by_key
-
-    def __iter__(self) -> Iterator[K]:
-        return iter(self._by_key)
-
-    def __len__(self) -> int:
-        return len(self._by_key)
-
-
-def _entity_groups(entry: NoteEntry) -> dict[str, list[EntityFragment]]:
-    groups: dict[str, list[EntityFragment]] = {}
-    for fragment in entry.entities:
-        groups.setdefault(fragment.name, []).append(fragment)
-    return groups
-
-
-def _relation_groups(entry: NoteEntry) -> dict[tuple[str, str], list[RelationFragment]]:
-    groups: dict[tuple[str, str], list[RelationFragment]] = {}
-    for fragment in entry.relations:
-        groups.setdefault(tuple(sorted((fragment.src, fragment.tgt))), []).append(fragment)
-    return groups
-
-
-class NoteTable(dict):
-    """path -> NoteEntry that remembers which paths were set or removed since the last save (`dirty`) and
-    keeps the entity and relation indexes current. An entry changed in place must be set again
-    (`table[path] = entry`) to be saved and re-indexed."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.dirty: set[str] = set(self)
-        self._entities: _FragmentIndex[str, EntityFragment] | None = None
-        self._relations: _FragmentIndex[tuple[str, str], RelationFragment] | None = None
-        self._keys: dict[str, tuple[set[str], set[tuple[str, str]]]] = {}  # what each path is indexed under
-
-    def _unindex(self, path: str) -> None:
-        keys = self._keys.pop(path, None)
-        if keys is not None and self._entities is not None and self._relations is not None:
-            self._entities.remove(path, keys[0])
-            self._relations.remove(path, keys[1])
-
-    def _index(self, path: str, entry: NoteEntry) -> None:
-        if self._entities is None or self._relations is None:
-            return
-        entities, relations = _entity_groups(entry), _relation_groups(entry)
-        self._entities.add(path, entities)
-        self._relations.add(path, relations)
-        self._keys[path] = (set(entities), set(relations))
-
-    @property
-    def indexed(self) -> bool:
-        return self._entities is not None
-
-    def indexes(self) -> tuple[_FragmentIndex, _FragmentIndex]:
-        if self._entities is None or self._relations is None:
-            self._entities, self._relations, self._keys = _FragmentIndex(), _FragmentIndex(), {}
-            for path, entry in self.items():
-                self._index(path, entry)
-        return self._entities, self._relations
-
-    def __setitem__(self, path: str, entry: NoteEntry) -> None:
-        self._unindex(path)
-        super().__setitem__(path, entry)
-        self._index(path, entry)
-        self.dirty.add(path)
-
-    def __delitem__(self, path: str) -> None:
-        super().__delitem__(path)
-        self._unindex(path)
-        self.dirty.add(path)
-
-    _MISSING = object()
-
-    def pop(self, path: str, default: Any = _MISSING) -> Any:
-        if path in self:
-            entry = super().pop(path)
-            self._unindex(path)
-            self.dirty.add(path)
-            return entry
-        if default is NoteTable._MISSING:
-            raise KeyError(path)
-        return default
-
-    def setdefault(self, path: str, default: Any = None) -> Any:
-        if path not in self:
-            self[path] = default
-        return self[path]
-
-    def update(self, *args: Any, **kwargs: Any) -> None:
-        for path, entry in dict(*args, **kwargs).items():
-            self[path] = entry
-
-    def clear(self) -> None:
-        self.dirty |= set(self)
-        super().clear()
-        self._entities = self._relations = None
-        self._keys = {}
-
-    def popitem(self) -> tuple[str, Any]:
-        raise NotImplementedError("NoteTable.popitem: remove notes by path")
-
-
 @dataclass
 class Ledger:
     meta: dict[str, Any] = field(default_factory=dict)  # embedding identity, chunking, vault
@@ -250,13 +126,27 @@ class Ledger:
 
     @classmethod
     def _load(cls, store: LedgerStore) -> Ledger:
-        data = store.load()
+        """Row stores give each note's RowSummary and decode a note's row when it is asked for (NoteTable);
+        a whole-document store gives everything at once."""
+        load_summaries = getattr(store, "load_summaries", None)
+        if load_summaries is not None:
+            found = load_summaries()
+            data = None if found is None else found[0]
+        else:
+            data = store.load()
         if data is None:
             ledger = cls(store=store)
         else:
             if data.get("version") != LEDGER_VERSION:
                 raise ValueError(f"{store.location}: ledger version {data.get('version')} is not {LEDGER_VERSION}")
-            notes = NoteTable({p: _entry_from_dict(e) for p, e in data["notes"].items()})
+            if load_summaries is not None:
+                def fetch(paths: list[str]) -> dict[str, NoteEntry]:
+                    with cyclic_gc_paused():
+                        return {p: _entry_from_dict(e) for p, e in store.fetch(paths).items()}
+
+                notes = NoteTable(rows=found[1], fetch=fetch)
+            else:
+                notes = NoteTable({p: _entry_from_dict(e) for p, e in data["notes"].items()})
             ledger = cls(meta=data.get("meta", {}), notes=notes, pending=Pending.from_dict(data.get("pending", {})),
                          store=store)
         ledger.notes.dirty.clear()
@@ -272,15 +162,19 @@ class Ledger:
         head = {"version": LEDGER_VERSION, "meta": self.meta, "pending": self.pending.to_dict()}
         incremental = store is self._synced_with
         save_rows = getattr(store, "save_rows", None)
+        removed: list[str] = []
         if save_rows is not None and incremental:
             dirty = self.notes.dirty
-            save_rows(head, {p: _entry_to_dict(self.notes[p]) for p in sorted(dirty) if p in self.notes},
-                      sorted(p for p in dirty if p not in self.notes))
+            rows = {p: encode_row(_entry_to_dict(self.notes[p])) for p in sorted(dirty) if p in self.notes}
+            removed = sorted(p for p in dirty if p not in self.notes)
+            save_rows(head, rows, removed)
         elif save_rows is not None:
-            save_rows(head, {p: _entry_to_dict(e) for p, e in sorted(self.notes.items())}, replace_all=True)
+            rows = {p: encode_row(_entry_to_dict(e)) for p, e in sorted(self.notes.items())}
+            save_rows(head, rows, replace_all=True)
         else:
+            rows = {}
             store.save({**head, "notes": {p: _entry_to_dict(e) for p, e in sorted(self.notes.items())}})
-        self.notes.dirty.clear()
+        self.notes.saved({p: digest for p, (digest, _) in rows.items()}, removed)
         self.store = self._synced_with = store
 
     # --- derived views (kept current by NoteTable; read-only) ---
@@ -305,22 +199,41 @@ class Ledger:
                     {k: relations[k] for k in keys if k in relations})
         found_e: dict[str, list[EntityFragment]] = {}
         found_r: dict[tuple[str, str], list[RelationFragment]] = {}
-        for entry in self.notes.values():
+        for entry in self._entries_holding(names, keys):
             for f in entry.entities:
                 if f.name in names:
                     found_e.setdefault(f.name, []).append(f)
             for r in entry.relations:
-                key = (r.src, r.tgt) if r.src <= r.tgt else (r.tgt, r.src)
+                key = relation_key(r)
                 if key in keys:
                     found_r.setdefault(key, []).append(r)
         return found_e, found_r
+
+    def _row_store(self, method: str) -> Any:
+        """The store's `method` when it answers for these notes: the store this ledger was loaded from or last
+        saved to holds every note but the dirty ones."""
+        store = self._synced_with
+        return getattr(store, method, None) if store is not None and store is self.store else None
+
+    def _entries_holding(self, names: set[str], keys: set[tuple[str, str]]) -> Any:
+        """Every note that may hold one of these names or keys: asked of the store while rows are undecoded
+        (its JSON functions read the rows in place), plus the notes changed since the last save."""
+        holders = self._row_store("holders")
+        if not self.notes.lazy or holders is None:
+            return self.notes.values()
+        candidates = sorted(p for p in holders(names, keys) | self.notes.dirty if p in self.notes)
+        self.notes.load(candidates)
+        return [self.notes[p] for p in candidates]
 
     def record_counts(self) -> tuple[int, int]:
         """How many entities and relations the store holds (distinct names and keys over all notes)."""
         if self.notes.indexed:
             return len(self.entity_index()), len(self.relation_index())
+        counts = self._row_store("record_counts")
+        if counts is not None and self.notes.lazy and not self.notes.dirty:
+            return counts()
         names = {f.name for e in self.notes.values() for f in e.entities}
-        keys = {(r.src, r.tgt) if r.src <= r.tgt else (r.tgt, r.src) for e in self.notes.values() for r in e.relations}
+        keys = {relation_key(r) for e in self.notes.values() for r in e.relations}
         return len(names), len(keys)
 
 
@@ -340,4 +253,4 @@ def _entry_from_dict(data: dict[str, Any]) -> NoteEntry:
     return NoteEntry(**data)
 
 
-__all__ = ["Ledger", "NoteEntry", "Pending", "LEDGER_FILENAME"]
+__all__ = ["Ledger", "NoteEntry", "NoteTable", "Pending", "LEDGER_FILENAME"]

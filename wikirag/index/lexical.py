@@ -199,26 +199,74 @@ def load_index(workspace_dir: Path) -> LexicalIndex | None:
 # --- keeping both files in step with the store ------------------------------------------------------
 
 
+TABLE_ROWS_VERSION = 1  # bump when names_row or links_row change: saved rows are then derived again
+
+
+def names_row(entry: Any) -> dict[str, Any]:
+    """What queries need to name a note: title, aliases, entity names, tags, status, doc id."""
+    names = {f.name for f in entry.entities}
+    return {"title": entry.title, "entity": entry.entity, "aliases": list(entry.aliases),
+            "entities": sorted(names - {entry.entity}), "entity_record": entry.entity in names,
+            "tags": list(entry.tags), "status": entry.status, "doc_id": entry.doc_id,
+            "chunks": len(entry.chunk_ids)}
+
+
+def links_row(entry: Any) -> list[list[str]]:
+    """A note's relations as [source, target, description, origin]; origin is "link" for a relation its own
+    wikilinks/frontmatter gave (the note's entity to a name it links), "llm" for one LightRAG extracted."""
+    linked = {f.name for f in entry.entities if f.rank == 1}
+    return [[f.src, f.tgt, f.description[:300], "link" if f.src == entry.entity and f.tgt in linked else "llm"]
+            for f in entry.relations]
+
+
 def names_table(ledger: Any) -> dict[str, dict[str, Any]]:
-    """Per note what queries need to name it: title, aliases, entity names, tags, status, doc id."""
-    table = {}
-    for path, entry in sorted(ledger.notes.items()):
-        table[path] = {"title": entry.title, "entity": entry.entity, "aliases": list(entry.aliases),
-                       "entities": sorted({f.name for f in entry.entities} - {entry.entity}),
-                       "tags": list(entry.tags), "status": entry.status, "doc_id": entry.doc_id,
-                       "chunks": len(entry.chunk_ids)}
-    return table
+    """Per note its names_row (every note of the ledger)."""
+    return {path: names_row(entry) for path, entry in sorted(ledger.notes.items())}
 
 
 def links_table(ledger: Any) -> dict[str, list[list[str]]]:
-    """Per note its relations as [source, target, description, origin]; origin is "link" for a relation its
-    own wikilinks/frontmatter gave (the note's entity to a name it links), "llm" for one LightRAG extracted."""
-    table = {}
-    for path, entry in sorted(ledger.notes.items()):
-        linked = {f.name for f in entry.entities if f.rank == 1}
-        table[path] = [[f.src, f.tgt, f.description[:300],
-                        "link" if f.src == entry.entity and f.tgt in linked else "llm"] for f in entry.relations]
-    return table
+    """Per note its links_row (every note of the ledger)."""
+    return {path: links_row(entry) for path, entry in sorted(ledger.notes.items())}
+
+
+def record_counts(names: dict[str, Any], links: dict[str, Any]) -> tuple[int, int]:
+    """Distinct entity names and relation keys over every note's names and links rows: what the store holds
+    (index.ledger.Ledger.record_counts), counted without the ledger's rows."""
+    entities = {row["entity"] for row in names.values() if row["entity_record"]}
+    for row in names.values():
+        entities.update(row["entities"])
+    relations = {(s, t) if s <= t else (t, s) for rows in links.values() for s, t, *_ in rows}
+    return len(entities), len(relations)
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+
+
+def _table_rows(ledger: Any, workspace_dir: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
+    """Every note's names and links rows, and the ledger row digest each was derived from. A note whose
+    ledger row has the digest the saved names table records keeps its saved rows; only the others are read
+    from the ledger (decoded) and derived again."""
+    saved = _read_json(workspace_dir / NAMES_FILENAME)
+    saved = saved if isinstance(saved, dict) and saved.get("rows") == TABLE_ROWS_VERSION else {}
+    saved_digests, saved_names = saved.get("digests") or {}, saved.get("notes") or {}
+    saved_links = (_read_json(workspace_dir / LINKS_FILENAME) or {}) if saved_digests else {}
+    notes = ledger.notes
+    digests = {p: d for p, d in notes.digests.items() if p not in notes.dirty and d}
+    stale = {p for p in notes if not (digests.get(p) and saved_digests.get(p) == digests[p]
+                                      and p in saved_names and p in saved_links)}
+    notes.load(stale)
+    names: dict[str, Any] = {}
+    links: dict[str, Any] = {}
+    for path in sorted(notes):
+        if path in stale:
+            names[path], links[path] = names_row(notes[path]), links_row(notes[path])
+        else:
+            names[path], links[path] = saved_names[path], saved_links[path]
+    return names, links, {p: d for p, d in digests.items() if p in names}
 
 
 def search_files_ready(workspace_dir: Path) -> bool:
@@ -240,8 +288,11 @@ def _heading_text(heading: Any) -> str:
     return str(heading or "")
 
 
-def _note_key(entry: Any) -> str:
-    return entry.chunk_digest or " ".join(entry.chunk_ids)  # chunk_digest: ids, order, headings, path
+def _note_key(notes: Any, path: str) -> str:
+    """What the index records of a note's chunks: their digest (ids, order, headings, path), read without
+    decoding the note's ledger row; the chunk ids for an entry from before chunk digests."""
+    row = notes.summary(path)
+    return row.chunk_digest or " ".join(notes[path].chunk_ids)
 
 
 async def _fetch_chunks(rag: Any, ids: list[str]) -> dict[str, tuple[str, list[str]]]:
@@ -258,20 +309,27 @@ async def _fetch_chunks(rag: Any, ids: list[str]) -> dict[str, tuple[str, list[s
 
 
 async def sync_search_files(rag: Any, ledger: Any, workspace_dir: Path, last_run: dict[str, Any] | None = None,
-                            old: LexicalIndex | None = None, dirty: set[str] | None = None) -> None:
+                            old: LexicalIndex | None = None, dirty: set[str] | None = None) -> tuple[int, int]:
     """Bring the lexical index and the names table in step with the ledger's chunks.
 
     The index records each note's chunk digest as of its last sync: notes whose digest differs (`dirty`, or
     all without an `old` index) have their chunks read from LightRAG's store and tokenized again; the others
     keep their tokens, and the weights are recomputed from the arrays (index.bm25). A note with a chunk
-    missing from the store is recorded unsynced, so the next run tries again.
+    missing from the store is recorded unsynced, so the next run tries again. Returns the store's record
+    counts (`record_counts`).
     """
-    keys = {p: _note_key(e) for p, e in ledger.notes.items()}
+    notes = ledger.notes
+    keys = {p: _note_key(notes, p) for p in notes}
     if old is None or dirty is None:
         old = build_index([])
         dirty = set(keys)
     position = {cid: i for i, cid in enumerate(old.chunk_ids)}
-    wanted = [(cid, path) for path, entry in sorted(ledger.notes.items()) for cid in entry.chunk_ids]
+    kept: dict[str, list[str]] = {}  # a note not dirty has the chunks the index holds for it
+    for cid, path in zip(old.chunk_ids, old.chunk_paths, strict=True):
+        kept.setdefault(path, []).append(cid)
+    notes.load(dirty)
+    wanted = [(cid, path) for path in sorted(keys)
+              for cid in (notes[path].chunk_ids if path in dirty else kept.get(path, []))]
     fetched = await _fetch_chunks(rag, [cid for cid, path in wanted if path in dirty or cid not in position])
     rows: list[tuple[str, str, str]] = []
     added: list[list[str]] = []
@@ -289,9 +347,13 @@ async def sync_search_files(rag: Any, ledger: Any, workspace_dir: Path, last_run
         else:
             keys[path] = ""
     save_index(update_index(old, rows, added, layout, keys), workspace_dir)
-    table = {"version": LEXICAL_VERSION, "last_run": last_run or {}, "notes": names_table(ledger)}
-    atomic_write_bytes(workspace_dir / LINKS_FILENAME, orjson.dumps(links_table(ledger)))  # UTF-8 JSON
+    names, links, digests = _table_rows(ledger, workspace_dir)
+    table = {"version": LEXICAL_VERSION, "last_run": last_run or {}, "notes": names, "rows": TABLE_ROWS_VERSION,
+             "digests": digests}
+    # links first: the names table's digests say which rows of both files are current
+    atomic_write_bytes(workspace_dir / LINKS_FILENAME, orjson.dumps(links))  # UTF-8 JSON
     atomic_write_bytes(workspace_dir / NAMES_FILENAME, orjson.dumps(table))
+    return record_counts(names, links)
 
 
 def dirty_notes(old: LexicalIndex | None, ledger: Any) -> set[str] | None:
@@ -299,11 +361,11 @@ def dirty_notes(old: LexicalIndex | None, ledger: Any) -> set[str] | None:
     if old is None:
         return None
     current = ledger.notes
-    dirty = {p for p, e in current.items() if old.note_keys.get(p) != _note_key(e)}
+    dirty = {p for p in current if old.note_keys.get(p) != _note_key(current, p)}
     return dirty | {p for p in old.note_keys if p not in current}
 
 
-async def sync_after_run(rag: Any, ledger: Any, workspace_dir: Path, summary: dict[str, Any]) -> None:
+async def sync_after_run(rag: Any, ledger: Any, workspace_dir: Path, summary: dict[str, Any]) -> tuple[int, int]:
     """The hook `index_vault` calls once the store is flushed: LightRAG's document rows, then the search files.
     Both follow the notes whose chunks differ from what the lexical index recorded at the last sync (so a run
     that died before this point is caught up by the next), or every note when there is no index yet."""
@@ -312,8 +374,10 @@ async def sync_after_run(rag: Any, ledger: Any, workspace_dir: Path, summary: di
 
     old = load_index(workspace_dir)
     dirty = dirty_notes(old, ledger)
-    notes = {p: (e.doc_id, list(e.chunk_ids)) for p, e in ledger.notes.items() if dirty is None or p in dirty}
+    paths = sorted(ledger.notes if dirty is None else (p for p in dirty if p in ledger.notes))
+    ledger.notes.load(paths)
+    notes = {p: (ledger.notes[p].doc_id, list(ledger.notes[p].chunk_ids)) for p in paths}
     gone = None if dirty is None else {doc_id_for(p) for p in dirty if p not in ledger.notes}
     await sync_document_rows(rag, notes, gone)
     with cyclic_gc_paused():  # the names and links tables: a dict per note, no cycles
-        await sync_search_files(rag, ledger, workspace_dir, summary, old, dirty)
+        return await sync_search_files(rag, ledger, workspace_dir, summary, old, dirty)

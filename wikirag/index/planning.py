@@ -159,7 +159,7 @@ def plan_index(config: WikiragConfig, ledger: Ledger, vault: Vault | None = None
         else:
             plan.signatures[path] = note_signature(vault, path, names, unresolved, config, extraction)
     for path, signature in sorted(plan.signatures.items()):
-        entry = ledger.notes.get(path)
+        entry = ledger.notes.summary(path)  # signature and status only: no row is decoded here
         if entry is None:
             plan.new.append(path)
         elif entry.signature != signature or entry.status == "extracting" or (

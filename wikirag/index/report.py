@@ -81,8 +81,10 @@ def issue_lines(vault: Vault) -> list[str]:
     return lines + [f"{path}: {error}" for path, error in sorted(errors.items())]
 
 
-def fill_totals(report: IndexReport, ledger: Ledger) -> None:
-    report.notes_pending_extraction = sum(1 for e in ledger.notes.values() if e.status == "pending_extraction")
-    report.entities, report.relations = ledger.record_counts()
-    report.chunks = sum(len(e.chunk_ids) for e in ledger.notes.values())
+def fill_totals(report: IndexReport, ledger: Ledger, records: tuple[int, int] | None = None) -> None:
+    """The store's totals; `records`: the entity and relation counts when the caller has them."""
+    summaries = [row for _, row in ledger.notes.summaries()]  # without decoding the notes' rows
+    report.notes_pending_extraction = sum(1 for row in summaries if row.status == "pending_extraction")
+    report.entities, report.relations = records or ledger.record_counts()
+    report.chunks = sum(row.chunks for row in summaries)
 

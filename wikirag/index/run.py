@@ -223,11 +223,12 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
         report.embedding_texts = counter.texts - texts_before
         if len(plan.vault.notes) > FREEZE_ABOVE:
             freeze_long_lived()  # and the entity and relation indexes apply built
-        fill_totals(report, ledger)
+        records = None
         if ledger.pending.empty():  # the search files and LightRAG's document rows follow the store
-            await sync_after_run(rag, ledger, config.workspace_dir,
-                                 {"finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                                  "notes_indexed": len(plan.to_process), "notes_deleted": len(plan.deleted)})
+            records = await sync_after_run(rag, ledger, config.workspace_dir,
+                                           {"finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                                            "notes_indexed": len(plan.to_process), "notes_deleted": len(plan.deleted)})
+        fill_totals(report, ledger, records)
         if ledger.pending.empty() and not summary_work(ledger, plan.llm_model):
             _remember_clean_run(config, files, plan, report)
     if config.storage.uses_postgres:

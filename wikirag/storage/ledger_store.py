@@ -6,7 +6,6 @@ which writes the head and only the changed notes.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any, Protocol
@@ -15,6 +14,7 @@ import orjson
 
 from wikirag.errors import WikiragError
 from wikirag.storage.fs import LEDGER_FILENAME, atomic_write_text
+from wikirag.storage.ledger_rows import RowSummary, encode_row, relation_key_text
 from wikirag.storage.postgres import connect
 from wikirag.storage.settings import StorageSettings
 
@@ -35,7 +35,8 @@ class LedgerStore(Protocol):
 
     def delete(self) -> None: ...
 
-    # Row stores also offer: save_rows(head, upserts, deletes, *, replace_all=False) -> None
+    # Row stores also offer: save_rows(head, rows, deletes, *, replace_all=False), load_summaries(), fetch(paths),
+    # holders(names, keys) and record_counts(): see SqliteLedgerStore
 
 
 class FileLedgerStore:
@@ -131,6 +132,68 @@ class PostgresLedgerStore:
         self._known = {path: digest for path, digest, _ in rows}
         return data
 
+    def load_summaries(self) -> tuple[dict, dict[str, RowSummary]] | None:
+        """The head and every note's RowSummary (the database extracts the fields; no row is decoded
+        here), or None when this workspace has no ledger."""
+        if _no_embedded_cluster(self.settings):
+            self._known, self._revision = {}, 0
+            return None
+        with connect(self.settings) as conn:
+            head = None
+            if _ledger_tables_exist(conn):
+                head = conn.execute("SELECT data, revision FROM wikirag_ledger WHERE workspace = %s",
+                                    (self.workspace,)).fetchone()
+            if head is None:
+                self._known, self._revision = {}, 0
+                return None
+            rows = conn.execute(
+                "SELECT path, digest, entry->>'signature', entry->>'status', entry->>'chunk_digest', "
+                "jsonb_array_length(entry->'chunk_ids') FROM wikirag_ledger_notes WHERE workspace = %s "
+                'ORDER BY path COLLATE "C"', (self.workspace,)).fetchall()
+        self._revision = head[1]
+        self._known = {path: digest for path, digest, *_ in rows}
+        return dict(head[0]), {path: RowSummary(digest, signature or "", status or "indexed", chunk_digest or "",
+                                                chunks or 0)
+                               for path, digest, signature, status, chunk_digest, chunks in rows}
+
+    def fetch(self, paths: list[str]) -> dict[str, dict]:
+        """These notes' rows, decoded (absent paths are left out)."""
+        if not paths:
+            return {}
+        with connect(self.settings) as conn:
+            from psycopg.types.json import set_json_loads
+
+            set_json_loads(orjson.loads, conn)
+            rows = conn.execute("SELECT path, entry FROM wikirag_ledger_notes WHERE workspace = %s AND path = ANY(%s)",
+                                (self.workspace, list(paths))).fetchall()
+        return {path: entry for path, entry in rows}
+
+    def holders(self, names: Any, keys: Any) -> set[str]:
+        """The notes whose stored rows hold an entity fragment of one of `names` or a relation fragment of
+        one of `keys` (either direction)."""
+        pairs = [relation_key_text(a, b) for a, b in keys] + [relation_key_text(b, a) for a, b in keys]
+        with connect(self.settings) as conn:
+            rows = conn.execute(
+                "SELECT n.path FROM wikirag_ledger_notes n, jsonb_array_elements(n.entry->'entities') e "
+                "WHERE n.workspace = %s AND e->>'name' = ANY(%s) UNION "
+                "SELECT n.path FROM wikirag_ledger_notes n, jsonb_array_elements(n.entry->'relations') r "
+                "WHERE n.workspace = %s AND (r->>'src') || chr(31) || (r->>'tgt') = ANY(%s)",
+                (self.workspace, sorted(names), self.workspace, pairs)).fetchall()
+        return {row[0] for row in rows}
+
+    def record_counts(self) -> tuple[int, int]:
+        """Distinct entity names and relation keys over every stored row of this workspace."""
+        with connect(self.settings) as conn:
+            entities = conn.execute(
+                "SELECT count(DISTINCT e->>'name') FROM wikirag_ledger_notes n, "
+                "jsonb_array_elements(n.entry->'entities') e WHERE n.workspace = %s", (self.workspace,)).fetchone()[0]
+            relations = conn.execute(
+                'SELECT count(*) FROM (SELECT DISTINCT least(s COLLATE "C", t COLLATE "C"), '
+                'greatest(s COLLATE "C", t COLLATE "C") FROM (SELECT r->>\'src\' AS s, r->>\'tgt\' AS t '
+                "FROM wikirag_ledger_notes n, jsonb_array_elements(n.entry->'relations') r "
+                "WHERE n.workspace = %s) x) y", (self.workspace,)).fetchone()[0]
+        return entities, relations
+
     def head(self) -> dict | None:
         if _no_embedded_cluster(self.settings):
             return None
@@ -141,9 +204,11 @@ class PostgresLedgerStore:
         return None if row is None else dict(row[0])
 
     def save(self, data: dict) -> None:
-        notes = data.get("notes", {})
         head = {k: v for k, v in data.items() if k != "notes"}
-        encoded = {p: _encode(e) for p, e in notes.items()}
+        self._replace(head, {p: encode_row(e) for p, e in data.get("notes", {}).items()})
+
+    def _replace(self, head: dict, encoded: dict[str, tuple[str, str]]) -> None:
+        notes = encoded
         known = self._known
         with connect(self.settings) as conn, conn.transaction():
             current = self._write_head(conn, head, check=known is not None)
@@ -154,14 +219,16 @@ class PostgresLedgerStore:
         self._revision = current + 1
         self._known = {p: digest for p, (digest, _) in encoded.items()}
 
-    def save_rows(self, head: dict, upserts: dict[str, Any], deletes: Any = (), *, replace_all: bool = False) -> None:
-        """The head and only these notes, in one transaction; the revision check as in `save`."""
+    def save_rows(self, head: dict, upserts: dict[str, tuple[str, str]], deletes: Any = (), *,
+                  replace_all: bool = False) -> None:
+        """The head and only these notes (path -> (digest, text), as ledger_rows.encode_row makes them), in
+        one transaction; the revision check as in `save`."""
         if replace_all:
-            self.save({**head, "notes": dict(upserts)})
+            self._replace(head, dict(upserts))
             return
         if self._known is None:
             raise ValueError(f"{self.location}: save_rows before load or save; the changed rows alone are not a ledger")
-        encoded = {p: _encode(e) for p, e in upserts.items()}
+        encoded = dict(upserts)
         gone = [p for p in deletes if p not in encoded]
         with connect(self.settings) as conn, conn.transaction():
             current = self._write_head(conn, head, check=True)
@@ -213,11 +280,6 @@ class PostgresLedgerStore:
 def _no_embedded_cluster(settings: StorageSettings) -> bool:
     """An embedded store that was never created holds no ledger: say so without creating a cluster."""
     return settings.embedded and not (Path(settings.data_dir) / "PG_VERSION").exists()
-
-
-def _encode(entry: Any) -> tuple[str, str]:
-    text = json.dumps(entry, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha1(text.encode("utf-8")).hexdigest(), text
 
 
 def _ledger_tables_exist(conn: Any) -> bool:

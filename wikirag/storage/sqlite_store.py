@@ -9,6 +9,7 @@ An older workspace's `wikirag_ledger.json` is moved into the database on first o
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from collections.abc import Iterable, Mapping
@@ -18,12 +19,13 @@ from typing import Any
 import orjson
 
 from wikirag.storage.fs import LEDGER_FILENAME
+from wikirag.storage.ledger_rows import RowSummary, encode_row, relation_key_text
 
 INDEX_DB_FILENAME = "wikirag_index.sqlite"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS docs (name TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS ledger_notes (path TEXT PRIMARY KEY, entry TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS ledger_notes (path TEXT PRIMARY KEY, entry TEXT NOT NULL, digest TEXT NOT NULL DEFAULT '');
 CREATE TABLE IF NOT EXISTS parsed_notes (path TEXT PRIMARY KEY, digest TEXT NOT NULL, note TEXT NOT NULL,
                                          tokens INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS parsed_figures (path TEXT PRIMARY KEY, digest TEXT NOT NULL, body INTEGER NOT NULL,
@@ -44,7 +46,25 @@ def connect_index_db(workspace_dir: Path, *, create: bool = True) -> sqlite3.Con
     conn.execute("PRAGMA synchronous=FULL")
     conn.execute("PRAGMA journal_size_limit=16777216")  # a first index's big transactions: shrink the WAL after
     conn.executescript(_SCHEMA)
+    _add_digest_column(conn)
     return conn
+
+
+def _add_digest_column(conn: sqlite3.Connection) -> None:
+    """Ledgers written before rows carried their digest: add the column and fill it, once."""
+    if any(row[1] == "digest" for row in conn.execute("PRAGMA table_info(ledger_notes)")):
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if not any(row[1] == "digest" for row in conn.execute("PRAGMA table_info(ledger_notes)")):
+            conn.execute("ALTER TABLE ledger_notes ADD COLUMN digest TEXT NOT NULL DEFAULT ''")
+            rows = conn.execute("SELECT path, entry FROM ledger_notes").fetchall()
+            conn.executemany("UPDATE ledger_notes SET digest = ? WHERE path = ?",
+                             [(hashlib.sha1(text.encode("utf-8")).hexdigest(), path) for path, text in rows])
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
 
 
 def get_doc(conn: sqlite3.Connection, name: str) -> Any:
@@ -95,15 +115,63 @@ class SqliteLedgerStore:
     def load(self) -> dict | None:
         """The whole document (head + `notes`), or None when this workspace has no ledger yet. A JSON
         ledger left by an older wikirag is moved in first."""
+        found = self.load_summaries()
+        if found is None:
+            return None
+        head, rows = found
+        return {**head, "notes": self.fetch(sorted(rows))}
+
+    def load_summaries(self) -> tuple[dict, dict[str, RowSummary]] | None:
+        """The head and every note's RowSummary (its row is not decoded), or None without a ledger."""
         self._migrate()
         conn = self._db(create=False)
         head = get_doc(conn, "ledger") if conn is not None else None
         if head is None:
             return None
-        rows = conn.execute("SELECT path, entry FROM ledger_notes").fetchall()
-        data = dict(head)
-        data["notes"] = {path: orjson.loads(entry) for path, entry in sorted(rows)}
-        return data
+        rows = conn.execute(
+            "SELECT path, digest, json_extract(entry, '$.signature'), json_extract(entry, '$.status'), "
+            "json_extract(entry, '$.chunk_digest'), json_array_length(entry, '$.chunk_ids') FROM ledger_notes "
+            "ORDER BY path").fetchall()
+        return dict(head), {path: RowSummary(digest, signature or "", status or "indexed", chunk_digest or "",
+                                             chunks or 0)
+                            for path, digest, signature, status, chunk_digest, chunks in rows}
+
+    def fetch(self, paths: list[str]) -> dict[str, dict]:
+        """These notes' rows, decoded (absent paths are left out)."""
+        conn = self._db(create=False)
+        if conn is None or not paths:
+            return {}
+        rows = conn.execute("SELECT path, entry FROM ledger_notes WHERE path IN (SELECT value FROM json_each(?))",
+                            (_dumps(list(paths)),)).fetchall()
+        return {path: orjson.loads(entry) for path, entry in rows}
+
+    def holders(self, names: Iterable[str], keys: Iterable[tuple[str, str]]) -> set[str]:
+        """The notes whose stored rows hold an entity fragment of one of `names` or a relation fragment of
+        one of `keys` (either direction)."""
+        conn = self._db(create=False)
+        if conn is None:
+            return set()
+        pairs = [relation_key_text(a, b) for a, b in keys] + [relation_key_text(b, a) for a, b in keys]
+        found = conn.execute(
+            "SELECT n.path FROM ledger_notes n, json_each(n.entry, '$.entities') e "
+            "WHERE json_extract(e.value, '$.name') IN (SELECT value FROM json_each(?)) "
+            "UNION SELECT n.path FROM ledger_notes n, json_each(n.entry, '$.relations') r "
+            "WHERE json_extract(r.value, '$.src') || char(31) || json_extract(r.value, '$.tgt') "
+            "IN (SELECT value FROM json_each(?))", (_dumps(sorted(names)), _dumps(pairs))).fetchall()
+        return {row[0] for row in found}
+
+    def record_counts(self) -> tuple[int, int]:
+        """Distinct entity names and relation keys over every stored row."""
+        conn = self._db(create=False)
+        if conn is None:
+            return 0, 0
+        entities = conn.execute("SELECT count(DISTINCT json_extract(e.value, '$.name')) "
+                                "FROM ledger_notes n, json_each(n.entry, '$.entities') e").fetchone()[0]
+        relations = conn.execute(
+            "SELECT count(*) FROM (SELECT DISTINCT min(s, t), max(s, t) FROM (SELECT json_extract(r.value, '$.src') "
+            "AS s, json_extract(r.value, '$.tgt') AS t FROM ledger_notes n, json_each(n.entry, '$.relations') r))"
+        ).fetchone()[0]
+        return entities, relations
 
     def head(self) -> dict | None:
         """The document without its notes (version, meta, pending), read without touching the note rows."""
@@ -126,12 +194,12 @@ class SqliteLedgerStore:
     def save(self, data: Mapping[str, Any]) -> None:
         """Replace the whole document."""
         head = {k: v for k, v in data.items() if k != "notes"}
-        self.save_rows(head, data.get("notes", {}), replace_all=True)
+        self.save_rows(head, {p: encode_row(e) for p, e in data.get("notes", {}).items()}, replace_all=True)
 
-    def save_rows(self, head: Mapping[str, Any], upserts: Mapping[str, Any], deletes: Iterable[str] = (),
+    def save_rows(self, head: Mapping[str, Any], upserts: Mapping[str, tuple[str, str]], deletes: Iterable[str] = (),
                   *, replace_all: bool = False) -> None:
-        """In one transaction: the head document, the `upserts` rows (path -> entry dict), minus `deletes`
-        (or every other row, with `replace_all`)."""
+        """In one transaction: the head document, the `upserts` rows (path -> (digest, text), as
+        ledger_rows.encode_row makes them), minus `deletes` (or every other row, with `replace_all`)."""
         conn = self._db()
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -139,8 +207,8 @@ class SqliteLedgerStore:
                 conn.execute("DELETE FROM ledger_notes")
             else:
                 conn.executemany("DELETE FROM ledger_notes WHERE path = ?", [(p,) for p in deletes])
-            conn.executemany("INSERT OR REPLACE INTO ledger_notes (path, entry) VALUES (?, ?)",
-                             [(p, _dumps(e)) for p, e in upserts.items()])
+            conn.executemany("INSERT OR REPLACE INTO ledger_notes (path, entry, digest) VALUES (?, ?, ?)",
+                             [(p, text, digest) for p, (digest, text) in upserts.items()])
             put_doc(conn, "ledger", dict(head))
             conn.execute("COMMIT")
         except BaseException:
