@@ -188,3 +188,19 @@ def test_query_and_cost_estimate_print_bracketed_names_literally(tmp_path, fast_
     result = invoke("cost-estimate", str(vault), "--top", "5")
     assert result.exit_code == 0 and result.exception is None, repr(result.exception)
     assert "x[/]Other.md" in " ".join(result.output.split())
+
+
+def test_the_command_keeps_its_exit_status_and_whole_output_without_the_interpreters_teardown(tmp_path: Path):
+    """`wikirag` (wikirag.cli.main) ends with os._exit: the status a command chose and all of its output
+    must still come out, through a pipe too."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-m", "wikirag.cli", "cost-estimate", str(root / "sample_vault"), "--json"],
+                          cwd=root, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert len(json.loads(done.stdout)["notes"]) >= 40
+    missing = subprocess.run([sys.executable, "-m", "wikirag.cli", "stats", str(tmp_path / "nowhere")], cwd=root,
+                             capture_output=True, text=True, timeout=300)
+    assert missing.returncode == 1 and missing.stderr.startswith("Error:") and "nowhere" in missing.stderr

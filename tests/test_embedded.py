@@ -208,6 +208,22 @@ def test_two_processes_share_one_server_and_the_last_one_stops_it(work):
     assert _server_pid(settings) is None and embedded._Server(settings).read_clients() == []
 
 
+def test_the_command_line_still_leaves_the_server_when_it_skips_the_interpreters_teardown(work):
+    """`wikirag` ends with os._exit after the exit handlers (wikirag.cli.main): the server a command started
+    is stopped when it ends, and its output arrives whole."""
+    from wikirag.index.run import run_index
+
+    vault = _embedded_vault(work)
+    config = load_config(vault)
+    run_index(config, embedding_func=HashEmbedding().func())
+    assert embedded.leave(config.storage) is True and _server_pid(config.storage) is None
+    done = subprocess.run([sys.executable, "-m", "wikirag.cli", "stats", str(vault), "--json"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["notes"] >= 40  # the whole document
+    assert _server_pid(config.storage) is None and embedded._Server(config.storage).read_clients() == []
+
+
 # --- crashes --------------------------------------------------------------------------------------------
 
 

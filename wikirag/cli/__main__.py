@@ -1,5 +1,5 @@
 """`python -m wikirag.cli` runs the command line."""
 
-from wikirag.cli import app
+from wikirag.cli import main
 
-app()
+main()
