@@ -61,6 +61,29 @@ def test_a_context_only_query_never_imports_pypinyin_or_langchain(tmp_path):
     assert seen["imported"] == []
 
 
+def test_an_index_run_never_imports_pypinyin_or_langchain(tmp_path):
+    """wikirag writes its chunks itself: the writer's LightRAG never needs the recursive chunker either."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Bombe.md").write_text("The Bombe was designed by [[Alan Turing]] at [[Bletchley Park]].\n")
+    (vault / "Alan Turing.md").write_text("Alan Turing worked at [[Bletchley Park]] on the [[Bombe]].\n")
+    script = (
+        "import json, sys\n"
+        "from pathlib import Path\n"
+        "from wikirag.lightrag.guard import import_lightrag\n"
+        "import_lightrag()  # as wikirag's own modules do; tests.storekit imports lightrag.utils directly\n"
+        "from tests.storekit import HashEmbedding\n"
+        "from wikirag.index.run import run_index\n"
+        "from wikirag.settings import load_config\n"
+        f"report = run_index(load_config(Path({str(vault)!r})), embedding_func=HashEmbedding().func())\n"
+        f"print(json.dumps({{'indexed': report.notes_indexed, 'lightrag': 'lightrag.lightrag' in sys.modules,\n"
+        f"    'imported': [m for m in {HEAVY!r} if m in sys.modules]}}))\n"
+    )
+    seen = _fresh(script, tmp_path)
+    assert seen["indexed"] == 2 and seen["lightrag"]
+    assert seen["imported"] == []
+
+
 def test_the_deferred_modules_work_when_used(tmp_path):
     """Chinese names still sort by pinyin, the default chunker is LightRAG's own object, and the chunkers
     behind the deferred package (langchain's recursive splitter) still split text."""

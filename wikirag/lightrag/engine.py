@@ -67,10 +67,11 @@ def lightrag_llm_kwargs(settings: LLMSettings) -> dict[str, Any]:
     return {"llm_model_max_async": settings.effective_concurrency(), "default_llm_timeout": int(budget / 2) + 1}
 
 
-def _reader_addon_params() -> dict[str, Any]:
+def _addon_params() -> dict[str, Any]:
     """LightRAG's default `addon_params` without the recursive chunker's separator cascade. The constructor
-    checks that cascade with lightrag.chunker.recursive_character, whose import pulls in langchain (~0.2 s of a
-    cold query). The cascade only shapes documents enqueued through this instance, and a reader enqueues none."""
+    checks that cascade with lightrag.chunker.recursive_character, whose import pulls in langchain (~0.2 s of
+    every process that opens a store). The cascade only shapes documents enqueued through LightRAG's own
+    pipeline (`ainsert`), and wikirag enqueues none: it writes its chunks itself (lightrag.writer)."""
     from lightrag.addon_params import default_addon_params
 
     params = default_addon_params()
@@ -170,7 +171,7 @@ async def open_engine(
             chunking_func=lightrag_chunking_func(),
             entity_extract_max_gleaning=config.index.gleaning,
             enable_content_headings=True,
-            **({"addon_params": _reader_addon_params()} if reading is not None else {}),
+            addon_params=_addon_params(),
             **_embedding_timeout(config, embedding_func),
             **(storages or lightrag_storage_kwargs(config.storage)),
         )
