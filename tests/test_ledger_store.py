@@ -184,6 +184,8 @@ def check_lazy_reads(make_store) -> None:
     # the store counts (nothing decoded), as the indexes of every decoded fragment do
     assert lazy.record_counts() == (len(ledger.entity_index()), len(ledger.relation_index()))
     assert counting.fetched == [["n3.md"]]
+    lazy.notes.load(["n1.md", "n3.md", "n1.md", "missing.md", "n2.md"])  # one read, each stored row once
+    assert counting.fetched[-1] == ["n1.md", "n2.md"] and len(counting.fetched) == 2
 
     # unsaved changes: set, removed while still undecoded, added
     eager = Ledger.load(make_store())

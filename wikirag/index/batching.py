@@ -90,6 +90,7 @@ async def _record(rag: Any, plan: Plan, ledger: Ledger, units_plan: UnitPlan, co
     payload: dict[str, dict[str, Any]] = {}
     hints: dict[str, str] = {}
     stale: list[str] = []
+    ledger.notes.load(m for kind, ref in groups for m in (units_plan.packs[ref].paths if kind == "pack" else [ref]))
     for (kind, ref), units in groups.items():
         members = units_plan.packs[ref].paths if kind == "pack" else [ref]
         digest = hint_digest(plan, units)

@@ -101,7 +101,8 @@ async def extract_batch(rag: Any, hinting: HintingLLM, plan: Plan, paths: list[s
         else:
             contribution = contributions.get(ref) or contribution_for(ref)
             units, members, packed = note_units(plan, ref, contribution, tokenizer, config), [ref], False
-        members = [m for m in members if m in ledger.notes and (m in todo or ledger.notes[m].status == "indexed")]
+        members = [m for m in members
+                   if m in ledger.notes and (m in todo or ledger.notes.summary(m).status == "indexed")]
         jobs.append((units, members, packed))
     # Every group at once: the LLM client's semaphore holds the requests in flight to `[llm] concurrency`.
     # Each answer reaches LightRAG's cache (and wikirag's journal) as it arrives; the ledger is saved by
@@ -153,6 +154,7 @@ async def _extract_one(rag: Any, hinting: HintingLLM, plan: Plan, units: list[Un
                 ledger.notes[path] = entry  # set again: saved as a row
         return Pending()
     digest = hint_digest(plan, units)
+    ledger.notes.load(members)  # one read for the pack's members, not one each
     stale = [k for m in members if ledger.notes[m].hint_digest and ledger.notes[m].hint_digest != digest
              for k in ledger.notes[m].cache_keys]
     # LightRAG keys its cache on the prompt before the hint is inserted: a changed hint must not be
@@ -229,6 +231,7 @@ def reclean(plan: Plan, ledger: Ledger, table: EntityNames, paths: list[str]) ->
     """The vault's names changed: re-apply hygiene to these notes' kept raw records (no LLM call), and
     return the records whose fragments changed."""
     pending = Pending()
+    ledger.notes.load(p for p in paths if (row := ledger.notes.summary(p)) is not None and row.status == "indexed")
     for path in paths:
         entry = ledger.notes.get(path)
         if entry is None or entry.route != "extract" or entry.status != "indexed" or not entry.raw:

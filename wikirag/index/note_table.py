@@ -115,7 +115,7 @@ class NoteTable(MutableMapping[str, Any]):
 
     def load(self, paths: Iterable[str]) -> None:
         """Decode these stored notes now, in one fetch (paths already decoded or absent are ignored)."""
-        wanted = [p for p in paths if p in self._rows]
+        wanted = list(dict.fromkeys(p for p in paths if p in self._rows))  # once each, in order
         if not wanted:
             return
         if self._fetch is None:
