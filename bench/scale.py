@@ -112,6 +112,10 @@ if {hash!r}:
 config = load_config(Path({vault!r}), store=Path({store!r}))
 {call}
 print(time.perf_counter() - started)
+import atexit, os  # end as the `wikirag` command does (wikirag.cli.main): exit handlers, then no teardown
+atexit._run_exitfuncs()
+sys.stdout.flush()
+os._exit(0)
 """
 _QUERY_CALL = ('ask(config, "How do notes on attention and memory connect?", mode="hybrid", context_only=True, '
                '**kwargs)')
