@@ -33,7 +33,7 @@ from wikirag.lightrag.tokens import get_encoding
 from wikirag.models import ParsedNote
 from wikirag.plan.chunk_plans import ChunkPlanner, PlannedChunk
 from wikirag.plan.cost_settings import CostSettings, prompt_sizes
-from wikirag.plan.hints import hint_text, hint_tokens
+from wikirag.plan.hints import hint_text_parts, hint_tokens
 from wikirag.plan.memo import EstimateMemo
 from wikirag.plan.mentions import sentence_names
 from wikirag.plan.pack_costs import pack_costs as run_pack_costs
@@ -116,8 +116,8 @@ def estimate_vault(
         pending_pack = False
         if decision.route == "extract":
             if s.hint and memo is not None and hints is None:
-                hint = memo.hint(path, (s.default_note_type, s.encoding), lambda n=note, p=path: counts[
-                    hint_text(n, vault.outgoing(p), vault.notes, s.default_note_type, titles)])
+                hint = memo.hint(path, (s.default_note_type, s.encoding), lambda n=note, p=path: counts.concat(
+                    hint_text_parts(n, vault.outgoing(p), vault.notes, s.default_note_type, titles)))
             elif s.hint:
                 hint = _hint_for(hints, note, vault.outgoing(path), vault.notes, titles, s)
             text = extract_text(note.body, decision.sections)

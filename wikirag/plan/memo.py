@@ -70,6 +70,7 @@ class EstimateMemo:
 # encodings are counted whole. tests/test_cost.py checks the sum against direct counting.
 _LINE_SPLIT_ENCODINGS = frozenset({"o200k_base", "cl100k_base"})
 _LINE_START = re.compile(r"(?<=\n)(?=[A-Za-z0-9-])")
+_LINE_START_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-")
 
 
 class TokenCounts(dict):
@@ -94,6 +95,26 @@ class TokenCounts(dict):
                 count += found
         self[text] = count
         return count
+
+    def concat(self, parts: Sequence[str]) -> int:
+        """The count of `"".join(parts)`, summed from the counts of its runs of parts. A part starts a new run
+        where the text may be cut before it: a part starting with a space after one ending in a non-space (no
+        piece of these encodings holds a space after anything but whitespace, except at its start: see
+        `join`), or a part starting with a letter, digit or '-' after a newline (see above); elsewhere it is
+        glued to the run. Hint headers come as parts (a name, the fixed words around it), so each name is
+        counted once however many headers and lines repeat it."""
+        if not self.by_line:
+            return self["".join(parts)]
+        total = 0
+        run = ""
+        for part in parts:
+            if run and ((part[:1] == " " and not run[-1].isspace()) or
+                        (run[-1] == "\n" and part[:1] in _LINE_START_CHARS)):
+                total += self[run]
+                run = part
+            else:
+                run += part
+        return total + self[run] if run else total
 
     def join(self, texts: Sequence[str], sep: str = "\n\n") -> int:
         """The count of `sep.join(texts)` (a pack's title lines and member texts), summed from the texts' own
