@@ -585,16 +585,18 @@ def test_cost_estimate_shows_the_other_policy_gleaning_and_packing_side_by_side(
 
 
 def test_one_memo_for_the_plan_and_its_alternatives_changes_no_figure(tmp_path):
-    """cost-estimate prices the vault four times with one EstimateMemo (chunk plans, sentence names, hints,
-    packs and routing figures done once): every figure equals four independent estimates'."""
+    """cost-estimate prices the vault three times with one EstimateMemo (chunk plans, sentence names, hints,
+    packs and routing figures done once) and derives gleaning on/off from the plan's gleaning terms: every
+    figure equals four independent estimates', with gleaning off or on, packing on or off."""
     from wikirag.plan.cost import alternatives, estimate_for_config
     from wikirag.plan.cost_settings import CostSettings
     from wikirag.plan.routing import route_vault
     from wikirag.vault.model import Vault
 
     vault_dir = copy_vault(SAMPLE, tmp_path / "vault")
-    for policy in ("links", "prose"):
-        (vault_dir / "wikirag.toml").write_text(f'[route]\npolicy = "{policy}"\n')
+    for toml in ('[route]\npolicy = "links"\n', '[route]\npolicy = "prose"\n', '[index]\ngleaning = 1\n',
+                 '[route]\npolicy = "prose"\n[index]\ngleaning = 1\npack_max_tokens = 0\n'):
+        (vault_dir / "wikirag.toml").write_text(toml)
         config = load_config(vault_dir, store=tmp_path / "store")
         shared = estimate_for_config(config)
         vault = Vault.load(vault_dir)
@@ -602,7 +604,8 @@ def test_one_memo_for_the_plan_and_its_alternatives_changes_no_figure(tmp_path):
         settings = CostSettings.from_config(config)
         alone = estimate_vault(vault, decisions, settings)
         alone.alternatives = alternatives(vault, config, settings, decisions)
-        assert len(shared.alternatives) == 3
+        assert len(shared.alternatives) == (2 if "pack_max_tokens" in toml else 3)
+        assert any(a.wikirag.gleaning_calls for a in shared.alternatives) or shared.scenarios["wikirag"].gleaning_calls
         assert json.dumps(shared, default=vars) == json.dumps(alone, default=vars)
 
 

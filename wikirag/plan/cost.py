@@ -41,7 +41,7 @@ from wikirag.plan.packing import PackItem, extract_text
 from wikirag.plan.prices import PriceTable
 from wikirag.plan.results import Alternative, CostEstimate, FolderCost, NoteCost, ScenarioCost
 from wikirag.plan.routing import Outgoing, RouteDecision, note_features
-from wikirag.plan.scenarios import Scenario, price_cost
+from wikirag.plan.scenarios import Scenario, price_cost, toggled_gleaning
 from wikirag.plan.summaries import SummaryModel
 from wikirag.vault.read import read_note_files
 
@@ -62,6 +62,7 @@ def estimate_vault(
     vanilla: bool = True,
     memo: EstimateMemo | None = None,
     member_shares: bool = True,
+    gleaning_terms: ScenarioCost | None = None,
 ) -> CostEstimate:
     """Estimate all three scenarios for a vault (anything with `.notes` and `.outgoing(path)`).
 
@@ -70,6 +71,7 @@ def estimate_vault(
     (a dict or a callable); default `hint_tokens`. Notes go in path order, as the pipeline inserts them.
     `memo` shares per-note chunk plans, sentence names and default hint counts between estimates of one vault.
     `member_shares=False` leaves packed notes' rows without their share of the pack (only the totals are read).
+    `gleaning_terms` receives what gleaning adds to the wikirag scenario's totals (or would add: toggled_gleaning).
     """
     s = (settings or CostSettings()).resolved()
     table = price_table or PriceTable.load(s.prices_file)
@@ -180,6 +182,8 @@ def estimate_vault(
                                                              * s.embed_record_tokens)
     for total in (*totals.values(), summaries):
         price_cost(total, price)
+    if gleaning_terms is not None:
+        gleaning_terms.add(runs["wikirag"].gleaning_terms)
     assumptions = {k: getattr(s, k) for k in (
         "output_ratio", "record_tokens", "gleaning_output_ratio", "description_tokens", "embed_record_tokens",
         "chunk_token_size", "chunk_overlap_token_size", "vanilla_chunk_token_size",
@@ -299,15 +303,20 @@ def estimate_for_config(config: Any, values: Mapping[str, Any] | None = None, *,
     if body_tokens is not None and settings.encoding == config.index.encoding:  # packs sum their members' counts
         memo.token_counts(get_encoding(settings.encoding)).update(
             (vault.notes[p].body.strip(), n) for p, n in body_tokens.items() if p in vault.notes)
-    estimate = estimate_vault(vault, decisions, settings, memo=memo, texts=texts)
-    estimate.alternatives = alternatives(vault, config, settings, decisions, body_tokens, figures, memo)
+    terms = ScenarioCost()
+    estimate = estimate_vault(vault, decisions, settings, memo=memo, texts=texts, gleaning_terms=terms)
+    estimate.alternatives = alternatives(vault, config, settings, decisions, body_tokens, figures, memo,
+                                         (estimate, terms))
     return estimate
 
 
 def alternatives(vault: Any, config: Any, settings: CostSettings, decisions: Mapping[str, RouteDecision],
                  body_tokens: Mapping[str, int] | None = None, figures: dict | None = None,
-                 memo: EstimateMemo | None = None) -> list[Alternative]:
-    """What the routed plan would cost one setting away: the other routing policy, and gleaning on or off."""
+                 memo: EstimateMemo | None = None,
+                 planned: tuple[CostEstimate, ScenarioCost] | None = None) -> list[Alternative]:
+    """What the routed plan would cost one setting away: the other routing policy, and gleaning on or off.
+    `planned` (the estimate of `decisions` under `settings` and its gleaning terms, from estimate_vault)
+    spares pricing the vault again for gleaning."""
     from wikirag.plan.routing import POLICIES, route_vault
 
     out = []
@@ -317,9 +326,14 @@ def alternatives(vault: Any, config: Any, settings: CostSettings, decisions: Map
     est = estimate_vault(vault, routed, settings, vanilla=False, memo=memo, member_shares=False)
     out.append(Alternative(f'[route] policy = "{other}"', est.routes, est.scenarios["wikirag"]))
     gleaning = 0 if (settings.gleaning or 0) > 0 else 1
-    est = estimate_vault(vault, decisions, replace(settings, gleaning=gleaning), vanilla=False, memo=memo,
-                         member_shares=False)
-    out.append(Alternative(f"[index] gleaning = {gleaning}", est.routes, est.scenarios["wikirag"]))
+    if planned is not None:
+        plan, terms = planned
+        toggled = toggled_gleaning(plan.scenarios["wikirag"], terms, gleaning > 0, plan.price)
+        out.append(Alternative(f"[index] gleaning = {gleaning}", dict(plan.routes), toggled))
+    else:
+        est = estimate_vault(vault, decisions, replace(settings, gleaning=gleaning), vanilla=False, memo=memo,
+                             member_shares=False)
+        out.append(Alternative(f"[index] gleaning = {gleaning}", est.routes, est.scenarios["wikirag"]))
     if settings.pack_max_tokens > 0:
         est = estimate_vault(vault, decisions, replace(settings, pack_max_tokens=0), vanilla=False, memo=memo,
                              member_shares=False)
