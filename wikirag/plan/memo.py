@@ -1,11 +1,12 @@
 """Per-note pieces of a cost estimate that the settings an alternative varies do not change.
 
 `cost-estimate` prices a vault three times: the routed plan, then one setting away (the other routing policy,
-no packing; gleaning on or off comes from the plan's own pass: scenarios.toggled_gleaning). Each pass cut every note into chunks (the structure pass and a tokenizer
-call for its breadcrumb), found the names in its sentences and counted its hint header: the same work, over
-and over. One `EstimateMemo` shared by the passes does each once per note (and per chunk settings), and
-so do the summary model's entity names and per-note link descriptions; `TokenCounts` counts each distinct
-text once (hint headers, packs, descriptions and record names recur from pass to pass).
+no packing; gleaning on or off comes from the plan's own pass: scenarios.toggled_gleaning). Each pass cut
+every note into chunks (the structure pass and a tokenizer call for its breadcrumb), found the names in its
+sentences and counted its hint header: the same work, over and over. One `EstimateMemo` shared by the passes
+does each once per note (and per chunk settings), and so do the summary model's entity names and per-note
+link descriptions; `TokenCounts` counts each distinct text once (hint headers, packs, descriptions and
+record names recur from pass to pass).
 """
 
 from __future__ import annotations
