@@ -3,7 +3,6 @@ rendering and an exit code."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from dataclasses import asdict
 from pathlib import Path
@@ -226,6 +225,8 @@ def watch(
         wikirag watch ~/Notes
         wikirag watch ~/Notes --json | jq .notes_changed
     """
+    import asyncio
+
     from wikirag.cli.render import watch_lines, watch_status
     from wikirag.index.watch import stop_on_signals, watch_vault
 
