@@ -80,7 +80,10 @@ class Scenario:
                 continue
             self.seen_prompts.add(key)
             if self.summaries is not None:
-                self.summaries.chunk(*cap_mentions(names, s.max_entity_records, s.max_total_records))
+                if chunk.names is not None:  # a note's (or pack's) names, the same list in every pass
+                    self.summaries.chunk_names(names)
+                else:
+                    self.summaries.chunk(*cap_mentions(names, s.max_entity_records, s.max_total_records))
             user = sz.user_fixed + chunk.tokens + hint
             if chunk.breadcrumb:
                 user += sz.section_fixed + self.crumb_tokens(chunk.breadcrumb)

@@ -28,6 +28,7 @@ from wikirag.lightrag.ids import normalize_name
 from wikirag.lightrag.prompts import PromptSizes
 from wikirag.plan.cost_settings import CostSettings
 from wikirag.plan.memo import EstimateMemo
+from wikirag.plan.mentions import cap_mentions
 from wikirag.plan.merges import summary_call, summary_rounds
 from wikirag.plan.results import ScenarioCost
 
@@ -48,6 +49,8 @@ class SummaryModel:
         self.extracted: dict[_Key, int] = {}  # record -> descriptions from extraction
         self.unresolved_targets: set[str] = set()
         self._notes_key: tuple[str, ...] | None = None  # the notes `notes` collected, when it did
+        self._chunk_records: dict[int, tuple[list[list[str]], list[_Key]]] = self.memo.shared(
+            ("chunk records", s.max_entity_records, s.max_total_records), dict)  # id(names) -> (names, records)
 
     def notes(self, paths: list[str]) -> None:
         """The indexed notes' own descriptions and their links' sentences, in `paths` order (once per set of
@@ -83,14 +86,30 @@ class SummaryModel:
 
     def chunk(self, entities: Iterable[str], relations: Iterable[tuple[str, str]]) -> None:
         """One extraction prompt's assumed records (a distinct prompt: a cached repeat adds nothing)."""
-        for name in entities:
-            key = self._canonical(name)
-            self.extracted[key] = self.extracted.get(key, 0) + 1
+        extracted = self.extracted
+        for key in self._record_keys(entities, relations):
+            extracted[key] = extracted.get(key, 0) + 1
+
+    def chunk_names(self, names: list[list[str]]) -> None:
+        """`chunk` of the records `names` (a prompt's sentence names, plan.mentions) make. The names lists of
+        notes and packs are shared by the passes of an estimate: each list's records are worked out once."""
+        s = self.s
+        found = self._chunk_records.get(id(names))
+        if found is None or found[0] is not names:  # held with the list, so its id stays its own
+            found = self._chunk_records[id(names)] = (names, self._record_keys(
+                *cap_mentions(names, s.max_entity_records, s.max_total_records)))
+        extracted = self.extracted
+        for key in found[1]:
+            extracted[key] = extracted.get(key, 0) + 1
+
+    def _record_keys(self, entities: Iterable[str], relations: Iterable[tuple[str, str]]) -> list[_Key]:
+        """The records `chunk` counts for these entities and relations, in its order."""
+        out: list[_Key] = [self._canonical(name) for name in entities]
         for a, b in relations:
             a, b = self._canonical(a), self._canonical(b)
             if a != b:
-                key = relation_key(a, b)
-                self.extracted[key] = self.extracted.get(key, 0) + 1
+                out.append(relation_key(a, b))
+        return out
 
     def _canonical(self, name: str) -> str:
         clean = normalize_name(name)
