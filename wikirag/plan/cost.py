@@ -296,10 +296,10 @@ def estimate_for_config(config: Any, values: Mapping[str, Any] | None = None, *,
 
     vault = vault or Vault.load(config.vault, exclude=config.exclude)
     figures = dict(figures or {})  # routing's per-note character figures: measured once for both policies
-    decisions = route_vault(vault, config.route, config.route_overrides, encoding=config.index.encoding,
-                            body_tokens=body_tokens, figures=figures)
-    settings = CostSettings.from_config(config, values)
     memo = EstimateMemo()
+    decisions = route_vault(vault, config.route, config.route_overrides, encoding=config.index.encoding,
+                            body_tokens=body_tokens, figures=figures, features=memo.shared("route features", dict))
+    settings = CostSettings.from_config(config, values)
     if body_tokens is not None and settings.encoding == config.index.encoding:  # packs sum their members' counts
         memo.token_counts(get_encoding(settings.encoding)).update(
             (vault.notes[p].body.strip(), n) for p, n in body_tokens.items() if p in vault.notes)
@@ -322,7 +322,8 @@ def alternatives(vault: Any, config: Any, settings: CostSettings, decisions: Map
     out = []
     other = next(p for p in POLICIES if p != config.route.policy)
     routed = route_vault(vault, replace(config.route, policy=other), config.route_overrides,
-                         encoding=config.index.encoding, body_tokens=body_tokens, figures=figures)
+                         encoding=config.index.encoding, body_tokens=body_tokens, figures=figures,
+                         features=memo.shared("route features", dict) if memo is not None else None)
     est = estimate_vault(vault, routed, settings, vanilla=False, memo=memo, member_shares=False)
     out.append(Alternative(f'[route] policy = "{other}"', est.routes, est.scenarios["wikirag"]))
     gleaning = 0 if (settings.gleaning or 0) > 0 else 1
