@@ -63,7 +63,7 @@ def hint_parts(
         parts.append("Confirmed relations (already in the graph):\n")
         for name, kind, aliases in listed[:MAX_LISTED_LINKS]:
             also = f"; also called {', '.join(aliases)}" if aliases else ""
-            parts += ("-", me, " ->", f" {name} ({kind}{also})\n" if kind or also else f" {name}\n")
+            parts += ("-", me, " ->", " " + name, f" ({kind}{also})\n" if kind or also else "\n")
         if len(listed) > MAX_LISTED_LINKS:
             parts.append(f"- … and {len(listed) - MAX_LISTED_LINKS} more linked notes\n")
     parts.append(_HINT_TAIL)

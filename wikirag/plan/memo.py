@@ -71,7 +71,9 @@ class EstimateMemo:
 # encodings are counted whole. tests/test_cost.py checks the sum against direct counting.
 _LINE_SPLIT_ENCODINGS = frozenset({"o200k_base", "cl100k_base"})
 _LINE_START = re.compile(r"(?<=\n)(?=[A-Za-z0-9-])")
-_LINE_START_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-")
+_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_LINE_START_CHARS = _ALNUM | {"-"}
+_AFTER_ALNUM = frozenset("\n,")  # a piece holds neither right after a letter or digit (see concat)
 
 
 class TokenCounts(dict):
@@ -101,16 +103,19 @@ class TokenCounts(dict):
         """The count of `"".join(parts)`, summed from the counts of its runs of parts. A part starts a new run
         where the text may be cut before it: a part starting with a space after one ending in a non-space (no
         piece of these encodings holds a space after anything but whitespace, except at its start: see
-        `join`), or a part starting with a letter, digit or '-' after a newline (see above); elsewhere it is
-        glued to the run. Hint headers come as parts (a name, the fixed words around it), so each name is
-        counted once however many headers and lines repeat it."""
+        `join`), a part starting with a letter, digit or '-' after a newline (see above), or one starting with
+        a newline or a comma after an ASCII letter or digit (a piece holding a letter or digit goes on only with
+        letters, marks or an apostrophe's contraction; one of punctuation or whitespace holds neither);
+        elsewhere it is glued to the run. Hint headers come as parts (a name, the fixed words around it), so
+        each name is counted once however many headers and lines repeat it."""
         if not self.by_line:
             return self["".join(parts)]
         total = 0
         run = ""
         for part in parts:
-            if run and ((part[:1] == " " and not run[-1].isspace()) or
-                        (run[-1] == "\n" and part[:1] in _LINE_START_CHARS)):
+            first = part[:1]
+            if run and ((first == " " and not run[-1].isspace()) or (run[-1] == "\n" and first in _LINE_START_CHARS)
+                        or (first in _AFTER_ALNUM and run[-1] in _ALNUM)):
                 total += self[run]
                 run = part
             else:
@@ -130,7 +135,8 @@ class TokenCounts(dict):
         for text in texts[:-1]:
             cut = text.rfind(" ")
             if len(text) < 64 or cut <= 0 or text[cut - 1].isspace():
-                total += self[text + sep]
+                first = text.find(" ")  # a title line ("# " and a name): the name's count is known already
+                total += self.concat((text[:first], text[first:], sep) if first > 0 else (text, sep))
             else:
                 tail = text[cut:]
                 total += self[text] - self[tail] + self[tail + sep]

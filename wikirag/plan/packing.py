@@ -114,11 +114,13 @@ def pack_hint_parts(members: Sequence[tuple[str, str, list[str], list[str]]]) ->
         parts += ("-", " " + entity)
         if targets:
             shown = targets[:MAX_LISTED_LINKS]
-            parts += (f" (type: {kind}{also})", " ->", *[f" {t}," for t in shown[:-1]])
+            parts += (f" (type: {kind}{also})", " ->")
+            for t in shown[:-1]:
+                parts += (" " + t, ",")
             if len(targets) > len(shown):
-                parts += (f" {shown[-1]},", f" … and {len(targets) - len(shown)} more\n")
+                parts += (" " + shown[-1], ",", f" … and {len(targets) - len(shown)} more\n")
             else:
-                parts.append(f" {shown[-1]}\n")
+                parts += (" " + shown[-1], "\n")
         else:
             parts.append(f" (type: {kind}{also})\n")
     parts.append(_PACK_TAIL)
