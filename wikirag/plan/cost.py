@@ -90,6 +90,7 @@ def estimate_vault(
     }
     summary_model.notes([p for p in paths if p in decisions and decisions[p].route != "skip"])
     titles = {p: n.title.strip() or n.name for p, n in vault.notes.items()}
+    folder_of = memo.shared(("folders", tuple(paths)), lambda: _folders(paths)) if memo is not None else _folders(paths)
     packable: dict[str, PackItem] = {}  # extract-routed notes (or sections) small enough to share a call
     routes = {"inject": 0, "extract": 0, "skip": 0}
     folders: dict[str, FolderCost] = {}
@@ -137,7 +138,7 @@ def estimate_vault(
             if decision.route == "inject":
                 wikirag.embedding_tokens = _inject_embedding(plan, decision, s)
         row = NoteCost(
-            path=path, folder=posixpath.dirname(path) or ".", tokens=body_tokens, chunks=len(plan),
+            path=path, folder=folder_of[path], tokens=body_tokens, chunks=len(plan),
             route=decision.route, reason=decision.reason, hint_tokens=hint, llm_calls=wikirag.llm_calls,
             input_tokens=wikirag.input_tokens, output_tokens=wikirag.output_tokens, usd=wikirag.usd,
             wikirag=wikirag, vanilla=vanilla_cost, duplicate_of=duplicate,
@@ -145,7 +146,9 @@ def estimate_vault(
         rows.append(row)
         if pending_pack:
             row.wikirag.chunks = len(plan)
-        f = folders.setdefault(row.folder, FolderCost(row.folder))
+        f = folders.get(row.folder)
+        if f is None:
+            f = folders[row.folder] = FolderCost(row.folder)
         f.notes += 1
         f.tokens += body_tokens
         setattr(f, decision.route, getattr(f, decision.route) + 1)
@@ -206,6 +209,10 @@ def estimate_vault(
         assumptions=assumptions,
         summaries=summaries,
     )
+
+
+def _folders(paths: list[str]) -> dict[str, str]:
+    return {path: posixpath.dirname(path) or "." for path in paths}
 
 
 def _hint_for(hints: HintSource, note: ParsedNote, outgoing: Outgoing, notes: Mapping[str, ParsedNote],
