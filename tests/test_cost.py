@@ -729,6 +729,30 @@ def test_cost_estimate_prices_stock_lightrag_on_the_files_as_read_once(tmp_path)
     assert json.dumps(shared, default=vars) == json.dumps(estimate_for_config(config), default=vars)
 
 
+def test_cost_estimate_of_an_indexed_vault_prices_stock_lightrag_on_the_files(tmp_path):
+    """With the parse cache, files Vault.load spared are read for the vanilla scenario only when they have
+    frontmatter (without, the file is the note's body): the same estimate as reading every file again."""
+    import os
+
+    from tests.storekit import HashEmbedding
+    from wikirag.index.reads import estimate_cost
+    from wikirag.plan.cost import estimate_for_config
+
+    vault = copy_vault(SAMPLE, tmp_path / "vault")
+    (vault / "Bom.md").write_bytes("\ufeffAda Lovelace met Charles Babbage.\r\nIn London.\r".encode())
+    (vault / "Bad.md").write_bytes(b"Alan Turing \xff\xfe broke Enigma.\n")
+    (vault / "Fm.md").write_bytes(b"---\ntitle: Fm\n---\r\nGrace Hopper wrote COBOL.\n")
+    (vault / "Empty.md").write_bytes(b"")
+    old = 1_600_000_000
+    for path in vault.rglob("*.md"):
+        os.utime(path, (old, old))  # long before the cache rows: trusted from their stat data, not read again
+    config = load_config(vault, store=tmp_path / "store")
+    run_index(config, embedding_func=HashEmbedding().func())
+    shared = estimate_cost(config)
+    assert {"Bom.md", "Bad.md", "Fm.md", "Empty.md"} <= {row.path for row in shared.notes}
+    assert json.dumps(shared, default=vars) == json.dumps(estimate_for_config(config), default=vars)
+
+
 def test_cost_estimate_json_of_a_big_vault_holds_the_same_values_on_one_line(monkeypatch):
     """Above INDENTED_JSON_NOTES the JSON is written by orjson on one line: the values must not change."""
     from typer.testing import CliRunner
