@@ -49,9 +49,9 @@ def hint_parts(
     entity_type: str,
     targets: Iterable[tuple[str, str | None, list[str]]],
 ) -> list[str]:
-    """`build_hint`'s text in parts that join to it: the names apart from the fixed words around them (each
-    line ends with its newline), so the estimate counts a name's tokens once however many lines repeat it
-    (plan.memo.TokenCounts.concat)."""
+    """`build_hint`'s text in parts that join to it: the names apart from the fixed words around them (a
+    line's last part ends with its newline), so the estimate counts a name's tokens once however many lines
+    and headers repeat it (plan.memo.TokenCounts.concat)."""
     me = " " + entity
     parts = [_HINT_HEAD, me, f" (type: {entity_type})\n"]
     if note.aliases:
