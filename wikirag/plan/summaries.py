@@ -118,26 +118,44 @@ class SummaryModel:
     def cost(self) -> ScenarioCost:
         """The summary calls and tokens of a fresh index with an LLM (no extraction: those are counted apart).
         A record's calls depend only on its descriptions and extracted count: the passes of an estimate that
-        index the same notes (`notes`) share them, and a pass works out only the records whose count changed."""
+        index the same notes (`notes`) share them, and the sum over the records as the notes alone describe
+        them; a pass adds what extraction changes, record by record it names."""
         s = self.s
-        shared: dict[tuple[_Key, int], tuple[int, int, int]] = self.memo.shared(
-            ("summary calls", self._notes_key, id(self.counts), self.sizes, s.description_tokens,
-             s.force_llm_summary_on_merge, s.summary_max_tokens, s.summary_context_size,
-             s.summary_length_recommended), dict) if self._notes_key is not None else {}
-        cost = ScenarioCost()
-        keys = set(self.texts) | set(self.extracted) | {k for k in self.own if k in self.texts or k in self.extracted}
-        for key in keys:  # any order: every figure summed here is an int
-            extracted = self.extracted.get(key, 0)
-            found = shared.get((key, extracted))
-            if found is None:
-                found = shared[(key, extracted)] = self._record_calls(key, extracted)
-            calls, summary_in, summary_out = found
-            cost.summary_calls += calls
-            cost.summary_input_tokens += summary_in
-            cost.input_tokens += summary_in
-            cost.output_tokens += summary_out
-        cost.llm_calls = cost.summary_calls
+        key = ("summary calls", self._notes_key, id(self.counts), self.sizes, s.description_tokens,
+               s.force_llm_summary_on_merge, s.summary_max_tokens, s.summary_context_size,
+               s.summary_length_recommended)
+        shared: dict[tuple[_Key, int], tuple[int, int, int]] = (
+            self.memo.shared(key, dict) if self._notes_key is not None else {})
+        if self._notes_key is not None:
+            calls, tokens_in, tokens_out = self.memo.shared(("summary base", key), lambda: self._base(shared))
+        else:
+            calls, tokens_in, tokens_out = self._base(shared)
+        for record, extracted in self.extracted.items():  # any order: every figure summed here is an int
+            now = self._calls(shared, record, extracted)
+            was = self._calls(shared, record, 0) if record in self.texts else (0, 0, 0)  # in the base already
+            calls += now[0] - was[0]
+            tokens_in += now[1] - was[1]
+            tokens_out += now[2] - was[2]
+        cost = ScenarioCost(summary_calls=calls, llm_calls=calls, summary_input_tokens=tokens_in,
+                            input_tokens=tokens_in, output_tokens=tokens_out)
         return cost
+
+    def _base(self, shared: dict[tuple[_Key, int], tuple[int, int, int]]) -> tuple[int, int, int]:
+        """The summary calls of the records the notes describe, as if extraction named none of them."""
+        calls = tokens_in = tokens_out = 0
+        for record in self.texts:
+            found = self._calls(shared, record, 0)
+            calls += found[0]
+            tokens_in += found[1]
+            tokens_out += found[2]
+        return calls, tokens_in, tokens_out
+
+    def _calls(self, shared: dict[tuple[_Key, int], tuple[int, int, int]], record: _Key,
+               extracted: int) -> tuple[int, int, int]:
+        found = shared.get((record, extracted))
+        if found is None:
+            found = shared[(record, extracted)] = self._record_calls(record, extracted)
+        return found
 
     def _record_calls(self, key: _Key, extracted: int) -> tuple[int, int, int]:
         """One record's summary (calls, input tokens, output tokens)."""
