@@ -89,8 +89,11 @@ def estimate_vault(
                             counts=counts),
     }
     summary_model.notes([p for p in paths if p in decisions and decisions[p].route != "skip"])
-    titles = {p: n.title.strip() or n.name for p, n in vault.notes.items()}
-    folder_of = memo.shared(("folders", tuple(paths)), lambda: _folders(paths)) if memo is not None else _folders(paths)
+    if memo is not None:  # the same in every pass
+        titles, folder_of = memo.shared(("titles, folders", tuple(paths)), lambda: _titles_folders(vault, paths))
+    else:
+        titles, folder_of = _titles_folders(vault, paths)
+    no_vanilla = ScenarioCost()  # every row's, when vanilla is not priced (read only)
     packable: dict[str, PackItem] = {}  # extract-routed notes (or sections) small enough to share a call
     routes = {"inject": 0, "extract": 0, "skip": 0}
     folders: dict[str, FolderCost] = {}
@@ -113,7 +116,7 @@ def estimate_vault(
             plan[0].names = body_names
 
         vanilla_cost, duplicate = (_vanilla_cost(runs["vanilla"], planner, path, note, raw, body_tokens, body_names)
-                                   if vanilla else (ScenarioCost(), None))
+                                   if vanilla else (no_vanilla, None))
 
         hint = 0
         pending_pack = False
@@ -211,8 +214,10 @@ def estimate_vault(
     )
 
 
-def _folders(paths: list[str]) -> dict[str, str]:
-    return {path: posixpath.dirname(path) or "." for path in paths}
+def _titles_folders(vault: Any, paths: list[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """Each note's title (its name when it has none) and folder."""
+    return ({p: n.title.strip() or n.name for p, n in vault.notes.items()},
+            {path: posixpath.dirname(path) or "." for path in paths})
 
 
 def _hint_for(hints: HintSource, note: ParsedNote, outgoing: Outgoing, notes: Mapping[str, ParsedNote],
