@@ -42,3 +42,15 @@ def test_near_repeats_are_skipped_and_small_sets_are_kept_whole():
                for i in range(600)]
     description = merge_relation(("A", "B"), repeats)["description"]
     assert approx_tokens(description) <= DESCRIPTION_BUDGET_TOKENS + description.count("\n") + 1
+
+
+def test_plain_text_flattens_links_to_what_a_reader_sees():
+    """Wikilinks give their label, else their target without the heading; Markdown links their text; text
+    without link syntax only loses its outer whitespace."""
+    from wikirag.graph.contribution import plain_text
+
+    assert plain_text(" See [[Alan Turing|Turing]] and [[Bombe#Design]], ![[img.png]] or [the site](https://x.y). ") \
+        == "See Turing and Bombe, img.png or the site."
+    assert plain_text("[[#Only a heading]] here") == "#Only a heading here"
+    assert plain_text("  a ( b ) ] c  ") == "a ( b ) ] c"
+    assert plain_text("[not a link] [[unclosed") == "[not a link] [[unclosed"

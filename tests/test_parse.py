@@ -403,3 +403,40 @@ def test_an_integer_beyond_64_bits_is_kept_exactly_as_text_and_the_parse_cache_k
     config = load_config(vault, store=tmp_path / "store")
     run_index(config, embedding_func=HashEmbedding().func())
     assert set(load_parse_cache(config.workspace_dir, config.index.encoding)) == {"Big.md", "Other.md"}
+
+
+def test_notes_come_back_from_the_parse_cache_as_parsed(tmp_path) -> None:
+    """Every sample note read back from the parse cache equals its parse (links, headings and sections
+    included, links still frozen and hashable); a row lacking a field (written by an older wikirag) gets the
+    field's default."""
+    import dataclasses
+    import json
+    import sqlite3
+    from pathlib import Path
+
+    from wikirag.index.parsecache import load_parse_cache, save_parse_cache
+    from wikirag.vault.model import Vault
+
+    vault = Vault.load(Path(__file__).resolve().parents[1] / "sample_vault")
+    notes = vault.notes
+    assert sum(len(n.links) for n in notes.values()) > 50 and any(n.headings for n in notes.values())
+    written = save_parse_cache(tmp_path, "o200k_base", notes, vault.digests, dict.fromkeys(notes, 7))
+    assert written == len(notes)
+    cache = load_parse_cache(tmp_path, "o200k_base")
+    assert {p: note for p, (_d, note, _t) in cache.items()} == notes
+    link = next(link for n in notes.values() for link in n.links if link.section)
+    back = next(x for _d, n, _t in cache.values() for x in n.links if x == link)
+    assert isinstance(back.section, tuple) and hash(back) == hash(link)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        back.target = "elsewhere"  # type: ignore[misc]
+
+    path = next(p for p, n in notes.items() if n.links)
+    db = sqlite3.connect(tmp_path / "wikirag_index.sqlite")
+    row = json.loads(db.execute("SELECT note FROM parsed_notes WHERE path = ?", (path,)).fetchone()[0])
+    del row["route_override"], row["links"][0]["context"]
+    with db:
+        db.execute("UPDATE parsed_notes SET note = ? WHERE path = ?", (json.dumps(row), path))
+    db.close()
+    old = load_parse_cache(tmp_path, "o200k_base")[path][1]
+    assert old.route_override is None and old.links[0].context == ""
+    assert old.links[1:] == notes[path].links[1:] and old.body == notes[path].body

@@ -185,3 +185,23 @@ def test_sample_vault_routes_with_one_line_reasons():
     assert {d.route for d in decisions.values()} >= {"inject", "extract"}
     everything = route_vault(vault, overrides=["skip"])
     assert {d.route for d in everything.values()} == {"skip"}
+
+
+@pytest.mark.skipif(not SAMPLE.is_dir(), reason="sample vault not present")
+def test_features_kept_from_one_routing_give_another_policy_its_own_decisions():
+    """cost-estimate routes the vault under both policies, measuring each note's features once: the second
+    routing decides as a fresh one would, and the first routing's decisions are left as they were."""
+    from dataclasses import asdict
+
+    from wikirag.vault.model import Vault
+
+    vault = Vault.load(SAMPLE)
+    features: dict = {}
+    links = route_vault(vault, RouteSettings(policy="links"), features=features)
+    assert set(features) == set(vault.notes)
+    before = {p: asdict(d) for p, d in links.items()}
+    prose = route_vault(vault, RouteSettings(policy="prose"), features=features)
+    assert {p: asdict(d) for p, d in prose.items()} == {
+        p: asdict(d) for p, d in route_vault(vault, RouteSettings(policy="prose")).items()}
+    assert {p: asdict(d) for p, d in links.items()} == before
+    assert any(prose[p].route != links[p].route for p in links)  # the policies differ on this vault

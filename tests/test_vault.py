@@ -464,3 +464,17 @@ def test_a_pause_of_the_collector_does_not_unfreeze_what_a_run_froze():
     with cyclic_gc_paused():
         pass
     assert gc.get_freeze_count() == 0
+
+
+def test_read_note_files_gives_the_whole_files_as_lightrag_would_get_them(tmp_path):
+    """Frontmatter kept; BOM dropped, CRLF and lone CR made "\\n", undecodable bytes replaced (not fatal);
+    a note whose file is gone falls back to its parsed body."""
+    from wikirag.vault.read import read_note_files
+
+    (tmp_path / "a.md").write_bytes(b"\xef\xbb\xbf---\r\ntags: [x]\r\n---\r\nAda \xff\xfe wrote\rit.\n" + b"z" * 70000)
+    (tmp_path / "b.md").write_text("# B\n\nBody [[a]].\n", encoding="utf-8")
+    vault = Vault.load(tmp_path)
+    (tmp_path / "b.md").unlink()
+    texts = read_note_files(vault, ["a.md", "b.md"])
+    assert texts["a.md"] == "---\ntags: [x]\n---\nAda \ufffd\ufffd wrote\nit.\n" + "z" * 70000
+    assert texts["b.md"] == vault.notes["b.md"].body

@@ -3,7 +3,6 @@ rendering and an exit code."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from dataclasses import asdict
 from pathlib import Path
@@ -226,6 +225,8 @@ def watch(
         wikirag watch ~/Notes
         wikirag watch ~/Notes --json | jq .notes_changed
     """
+    import asyncio
+
     from wikirag.cli.render import watch_lines, watch_status
     from wikirag.index.watch import stop_on_signals, watch_vault
 
@@ -296,7 +297,7 @@ def cost_estimate(
     elif as_json:  # megabytes of rows on one line: orjson writes 13,000 notes' in 0.04 s, json 0.28 s
         import orjson
 
-        typer.echo(orjson.dumps(estimate, default=vars).decode())
+        typer.echo(orjson.dumps(estimate, default=vars))  # UTF-8 bytes, written as they are (no str round trip)
     elif as_csv:
         import csv
         import sys

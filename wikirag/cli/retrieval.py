@@ -3,7 +3,6 @@ commands, so `wikirag --help` and a lexical search start fast."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from dataclasses import asdict
 from pathlib import Path
@@ -41,6 +40,8 @@ def search(
         wikirag search "diagonal board" --vault ~/Notes
         wikirag search "who broke Enigma" -m lexical --json
     """
+    import asyncio
+
     from wikirag.query.engine import WarmEngine
     from wikirag.query.retrieve import find_vault
 

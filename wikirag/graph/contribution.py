@@ -35,6 +35,8 @@ _MD_LINK_TEXT = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 @lru_cache(maxsize=1 << 16)  # pure; a sentence holding several links, and each link's text, recur
 def plain_text(text: str) -> str:
     """Flatten link syntax to the words a reader sees."""
+    if "[" not in text:  # no link syntax (links' sentences come flattened): nothing for the patterns to match
+        return text.strip()
     text = _WIKILINK_TEXT.sub(lambda m: (m.group(2) or m.group(1).split("#")[0] or m.group(1)).strip(), text)
     return _MD_LINK_TEXT.sub(lambda m: m.group(1), text).strip()
 

@@ -43,10 +43,29 @@ class ParseCache(dict):
 
 
 def _note_from_dict(data: dict) -> ParsedNote:
-    data = dict(data)
-    data["headings"] = [Heading(**h) for h in data["headings"]]
-    data["links"] = [WikiLink(**{**link, "section": tuple(link["section"])}) for link in data["links"]]
-    return ParsedNote(**data)
+    """The ParsedNote a row holds (`data`, decoded JSON, is used up)."""
+    data["headings"] = [_built(Heading, _HEADING_FIELDS, h) for h in data["headings"]]
+    links = data["links"]
+    for i, link in enumerate(links):
+        link["section"] = tuple(link["section"])
+        links[i] = _built(WikiLink, _LINK_FIELDS, link)
+    return _built(ParsedNote, _NOTE_FIELDS, data)
+
+
+_NOTE_FIELDS = frozenset(ParsedNote.__dataclass_fields__)
+_LINK_FIELDS = frozenset(WikiLink.__dataclass_fields__)
+_HEADING_FIELDS = frozenset(Heading.__dataclass_fields__)
+
+
+def _built(cls: type, fields: frozenset[str], data: dict) -> Any:
+    """`cls(**data)`. When `data` holds exactly the dataclass's fields its __init__ would only copy them (a
+    frozen one through object.__setattr__, field by field): the dict becomes the instance's own, a third of
+    the time for the 48,000 links and headings of 13,000 notes. Anything else goes through __init__."""
+    if data.keys() != fields:
+        return cls(**data)
+    obj = object.__new__(cls)
+    obj.__dict__.update(data)
+    return obj
 
 
 def _key(encoding: str) -> dict[str, Any]:

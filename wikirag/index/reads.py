@@ -45,7 +45,10 @@ def estimate_cost(config: WikiragConfig, values: dict[str, Any] | None = None) -
         cache = load_parse_cache(config.workspace_dir, config.index.encoding)
         texts: dict[str, str] = {}  # the raw files for the stock-LightRAG scenario: those the cache spared are read
         vault, tokens = read_vault(config, cache=cache, texts=texts)
-        texts.update(read_note_files(vault, [p for p in sorted(vault.notes) if p not in texts]))
+        # ... but for a note without frontmatter the file is its body (parse_note takes the whole normalised
+        # text as body), which the estimate uses for a note missing here
+        texts.update(read_note_files(vault, [p for p, note in sorted(vault.notes.items())
+                                             if p not in texts and note.body_line_offset]))
         return estimate_for_config(config, values, vault=vault, body_tokens=tokens,
                                    figures=cache.valid_figures(vault.digests), texts=texts)
 

@@ -12,11 +12,9 @@ import datetime as dt
 import math
 import re
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
-from frontmatter.default_handlers import YAMLHandler
-
-_YAML = YAMLHandler()
 _CLOSE = re.compile(r"^---[ \t]*$", re.MULTILINE)
 _OPEN = re.compile(r"---[ \t]*\n")
 _SPLIT_LIST = re.compile(r"\s*,\s*")
@@ -66,10 +64,19 @@ def split_frontmatter(text: str) -> tuple[FrontmatterBlock | None, str]:
     return FrontmatterBlock(text[first.end() : close.start()], lines), body
 
 
+@cache
+def _yaml() -> Any:
+    """python-frontmatter's YAML handler, imported with PyYAML on the first block loaded: a run whose notes all
+    come from the parse cache never loads YAML."""
+    from frontmatter.default_handlers import YAMLHandler
+
+    return YAMLHandler()
+
+
 def load_properties(block: FrontmatterBlock) -> Properties:
     """Load the YAML and read the known keys; never raises."""
     try:
-        raw = _YAML.load(block.text)
+        raw = _yaml().load(block.text)
     except Exception as exc:  # YAML errors, bad dates (ValueError), recursion: all one line
         return Properties(error=_yaml_error(exc))
     if raw is None:

@@ -33,7 +33,7 @@ from wikirag.lightrag.tokens import get_encoding
 from wikirag.models import ParsedNote
 from wikirag.plan.chunk_plans import ChunkPlanner, PlannedChunk
 from wikirag.plan.cost_settings import CostSettings, prompt_sizes
-from wikirag.plan.hints import hint_text, hint_tokens
+from wikirag.plan.hints import hint_text_parts, hint_tokens
 from wikirag.plan.memo import EstimateMemo
 from wikirag.plan.mentions import sentence_names
 from wikirag.plan.pack_costs import pack_costs as run_pack_costs
@@ -41,7 +41,7 @@ from wikirag.plan.packing import PackItem, extract_text
 from wikirag.plan.prices import PriceTable
 from wikirag.plan.results import Alternative, CostEstimate, FolderCost, NoteCost, ScenarioCost
 from wikirag.plan.routing import Outgoing, RouteDecision, note_features
-from wikirag.plan.scenarios import Scenario, price_cost
+from wikirag.plan.scenarios import Scenario, price_cost, toggled_gleaning
 from wikirag.plan.summaries import SummaryModel
 from wikirag.vault.read import read_note_files
 
@@ -62,6 +62,7 @@ def estimate_vault(
     vanilla: bool = True,
     memo: EstimateMemo | None = None,
     member_shares: bool = True,
+    gleaning_terms: ScenarioCost | None = None,
 ) -> CostEstimate:
     """Estimate all three scenarios for a vault (anything with `.notes` and `.outgoing(path)`).
 
@@ -70,6 +71,7 @@ def estimate_vault(
     (a dict or a callable); default `hint_tokens`. Notes go in path order, as the pipeline inserts them.
     `memo` shares per-note chunk plans, sentence names and default hint counts between estimates of one vault.
     `member_shares=False` leaves packed notes' rows without their share of the pack (only the totals are read).
+    `gleaning_terms` receives what gleaning adds to the wikirag scenario's totals (or would add: toggled_gleaning).
     """
     s = (settings or CostSettings()).resolved()
     table = price_table or PriceTable.load(s.prices_file)
@@ -87,7 +89,11 @@ def estimate_vault(
                             counts=counts),
     }
     summary_model.notes([p for p in paths if p in decisions and decisions[p].route != "skip"])
-    titles = {p: n.title.strip() or n.name for p, n in vault.notes.items()}
+    if memo is not None:  # the same in every pass
+        titles, folder_of = memo.shared(("titles, folders", tuple(paths)), lambda: _titles_folders(vault, paths))
+    else:
+        titles, folder_of = _titles_folders(vault, paths)
+    no_vanilla = ScenarioCost()  # every row's, when vanilla is not priced (read only)
     packable: dict[str, PackItem] = {}  # extract-routed notes (or sections) small enough to share a call
     routes = {"inject": 0, "extract": 0, "skip": 0}
     folders: dict[str, FolderCost] = {}
@@ -110,14 +116,14 @@ def estimate_vault(
             plan[0].names = body_names
 
         vanilla_cost, duplicate = (_vanilla_cost(runs["vanilla"], planner, path, note, raw, body_tokens, body_names)
-                                   if vanilla else (ScenarioCost(), None))
+                                   if vanilla else (no_vanilla, None))
 
         hint = 0
         pending_pack = False
         if decision.route == "extract":
             if s.hint and memo is not None and hints is None:
-                hint = memo.hint(path, (s.default_note_type, s.encoding), lambda n=note, p=path: counts[
-                    hint_text(n, vault.outgoing(p), vault.notes, s.default_note_type, titles)])
+                hint = memo.hint(path, (s.default_note_type, s.encoding), lambda n=note, p=path: counts.concat(
+                    hint_text_parts(n, vault.outgoing(p), vault.notes, s.default_note_type, titles)))
             elif s.hint:
                 hint = _hint_for(hints, note, vault.outgoing(path), vault.notes, titles, s)
             text = extract_text(note.body, decision.sections)
@@ -135,7 +141,7 @@ def estimate_vault(
             if decision.route == "inject":
                 wikirag.embedding_tokens = _inject_embedding(plan, decision, s)
         row = NoteCost(
-            path=path, folder=posixpath.dirname(path) or ".", tokens=body_tokens, chunks=len(plan),
+            path=path, folder=folder_of[path], tokens=body_tokens, chunks=len(plan),
             route=decision.route, reason=decision.reason, hint_tokens=hint, llm_calls=wikirag.llm_calls,
             input_tokens=wikirag.input_tokens, output_tokens=wikirag.output_tokens, usd=wikirag.usd,
             wikirag=wikirag, vanilla=vanilla_cost, duplicate_of=duplicate,
@@ -143,7 +149,9 @@ def estimate_vault(
         rows.append(row)
         if pending_pack:
             row.wikirag.chunks = len(plan)
-        f = folders.setdefault(row.folder, FolderCost(row.folder))
+        f = folders.get(row.folder)
+        if f is None:
+            f = folders[row.folder] = FolderCost(row.folder)
         f.notes += 1
         f.tokens += body_tokens
         setattr(f, decision.route, getattr(f, decision.route) + 1)
@@ -180,6 +188,8 @@ def estimate_vault(
                                                              * s.embed_record_tokens)
     for total in (*totals.values(), summaries):
         price_cost(total, price)
+    if gleaning_terms is not None:
+        gleaning_terms.add(runs["wikirag"].gleaning_terms)
     assumptions = {k: getattr(s, k) for k in (
         "output_ratio", "record_tokens", "gleaning_output_ratio", "description_tokens", "embed_record_tokens",
         "chunk_token_size", "chunk_overlap_token_size", "vanilla_chunk_token_size",
@@ -202,6 +212,12 @@ def estimate_vault(
         assumptions=assumptions,
         summaries=summaries,
     )
+
+
+def _titles_folders(vault: Any, paths: list[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """Each note's title (its name when it has none) and folder."""
+    return ({p: n.title.strip() or n.name for p, n in vault.notes.items()},
+            {path: posixpath.dirname(path) or "." for path in paths})
 
 
 def _hint_for(hints: HintSource, note: ParsedNote, outgoing: Outgoing, notes: Mapping[str, ParsedNote],
@@ -292,34 +308,45 @@ def estimate_for_config(config: Any, values: Mapping[str, Any] | None = None, *,
 
     vault = vault or Vault.load(config.vault, exclude=config.exclude)
     figures = dict(figures or {})  # routing's per-note character figures: measured once for both policies
-    decisions = route_vault(vault, config.route, config.route_overrides, encoding=config.index.encoding,
-                            body_tokens=body_tokens, figures=figures)
-    settings = CostSettings.from_config(config, values)
     memo = EstimateMemo()
+    decisions = route_vault(vault, config.route, config.route_overrides, encoding=config.index.encoding,
+                            body_tokens=body_tokens, figures=figures, features=memo.shared("route features", dict))
+    settings = CostSettings.from_config(config, values)
     if body_tokens is not None and settings.encoding == config.index.encoding:  # packs sum their members' counts
         memo.token_counts(get_encoding(settings.encoding)).update(
             (vault.notes[p].body.strip(), n) for p, n in body_tokens.items() if p in vault.notes)
-    estimate = estimate_vault(vault, decisions, settings, memo=memo, texts=texts)
-    estimate.alternatives = alternatives(vault, config, settings, decisions, body_tokens, figures, memo)
+    terms = ScenarioCost()
+    estimate = estimate_vault(vault, decisions, settings, memo=memo, texts=texts, gleaning_terms=terms)
+    estimate.alternatives = alternatives(vault, config, settings, decisions, body_tokens, figures, memo,
+                                         (estimate, terms))
     return estimate
 
 
 def alternatives(vault: Any, config: Any, settings: CostSettings, decisions: Mapping[str, RouteDecision],
                  body_tokens: Mapping[str, int] | None = None, figures: dict | None = None,
-                 memo: EstimateMemo | None = None) -> list[Alternative]:
-    """What the routed plan would cost one setting away: the other routing policy, and gleaning on or off."""
+                 memo: EstimateMemo | None = None,
+                 planned: tuple[CostEstimate, ScenarioCost] | None = None) -> list[Alternative]:
+    """What the routed plan would cost one setting away: the other routing policy, and gleaning on or off.
+    `planned` (the estimate of `decisions` under `settings` and its gleaning terms, from estimate_vault)
+    spares pricing the vault again for gleaning."""
     from wikirag.plan.routing import POLICIES, route_vault
 
     out = []
     other = next(p for p in POLICIES if p != config.route.policy)
     routed = route_vault(vault, replace(config.route, policy=other), config.route_overrides,
-                         encoding=config.index.encoding, body_tokens=body_tokens, figures=figures)
+                         encoding=config.index.encoding, body_tokens=body_tokens, figures=figures,
+                         features=memo.shared("route features", dict) if memo is not None else None)
     est = estimate_vault(vault, routed, settings, vanilla=False, memo=memo, member_shares=False)
     out.append(Alternative(f'[route] policy = "{other}"', est.routes, est.scenarios["wikirag"]))
     gleaning = 0 if (settings.gleaning or 0) > 0 else 1
-    est = estimate_vault(vault, decisions, replace(settings, gleaning=gleaning), vanilla=False, memo=memo,
-                         member_shares=False)
-    out.append(Alternative(f"[index] gleaning = {gleaning}", est.routes, est.scenarios["wikirag"]))
+    if planned is not None:
+        plan, terms = planned
+        toggled = toggled_gleaning(plan.scenarios["wikirag"], terms, gleaning > 0, plan.price)
+        out.append(Alternative(f"[index] gleaning = {gleaning}", dict(plan.routes), toggled))
+    else:
+        est = estimate_vault(vault, decisions, replace(settings, gleaning=gleaning), vanilla=False, memo=memo,
+                             member_shares=False)
+        out.append(Alternative(f"[index] gleaning = {gleaning}", est.routes, est.scenarios["wikirag"]))
     if settings.pack_max_tokens > 0:
         est = estimate_vault(vault, decisions, replace(settings, pack_max_tokens=0), vanilla=False, memo=memo,
                              member_shares=False)

@@ -40,36 +40,57 @@ def build_hint(
 ) -> str:
     """The header for one note. `targets` are (canonical entity name, type or None, aliases) of the
     note's distinct link targets."""
-    lines = [HINT_TITLE, f"Primary entity: {entity} (type: {entity_type})"]
+    return "".join(hint_parts(note, entity, entity_type, targets))
+
+
+def hint_parts(
+    note: ParsedNote,
+    entity: str,
+    entity_type: str,
+    targets: Iterable[tuple[str, str | None, list[str]]],
+) -> list[str]:
+    """`build_hint`'s text in parts that join to it: the names apart from the fixed words around them (a
+    line's last part ends with its newline), so the estimate counts a name's tokens once however many lines
+    and headers repeat it (plan.memo.TokenCounts.concat)."""
+    me = " " + entity
+    parts = [_HINT_HEAD, me, f" (type: {entity_type})\n"]
     if note.aliases:
-        lines.append(f"Also called: {', '.join(note.aliases)} — use the name {entity!r} for it.")
+        parts.append(f"Also called: {', '.join(note.aliases)} — use the name {entity!r} for it.\n")
     if note.tags:
-        lines.append("Tags: " + ", ".join(note.tags))
+        parts.append("Tags: " + ", ".join(note.tags) + "\n")
     listed = list(targets)
     if listed:
-        lines.append("Confirmed relations (already in the graph):")
+        parts.append("Confirmed relations (already in the graph):\n")
         for name, kind, aliases in listed[:MAX_LISTED_LINKS]:
             also = f"; also called {', '.join(aliases)}" if aliases else ""
-            lines.append(f"- {entity} -> {name}" + (f" ({kind}{also})" if kind or also else ""))
+            parts += ("-", me, " ->", " " + name, f" ({kind}{also})\n" if kind or also else "\n")
         if len(listed) > MAX_LISTED_LINKS:
-            lines.append(f"- … and {len(listed) - MAX_LISTED_LINKS} more linked notes")
-    lines.append(
-        "Extract ONLY entities and relations the text implies that are not listed above. When the text "
-        "mentions a listed entity, use exactly the name given here."
-    )
-    return "\n".join(lines) + "\n\n"
+            parts.append(f"- … and {len(listed) - MAX_LISTED_LINKS} more linked notes\n")
+    parts.append(_HINT_TAIL)
+    return parts
+
+
+_HINT_HEAD = HINT_TITLE + "\nPrimary entity:"
+_HINT_TAIL = ("Extract ONLY entities and relations the text implies that are not listed above. When the text "
+              "mentions a listed entity, use exactly the name given here.\n\n")
 
 
 def note_hint(note: ParsedNote, outgoing: Iterable[tuple[WikiLink, Resolution]], names: dict[str, str],
               notes: dict[str, ParsedNote], entity_type: str) -> str:
     """build_hint for a note of the vault: resolved targets named as their notes' entities."""
+    return "".join(note_hint_parts(note, outgoing, names, notes, entity_type))
+
+
+def note_hint_parts(note: ParsedNote, outgoing: Iterable[tuple[WikiLink, Resolution]], names: Mapping[str, str],
+                    notes: Mapping[str, ParsedNote], entity_type: str) -> list[str]:
+    """`note_hint` in `hint_parts`."""
     seen: dict[str, tuple[str, str | None, list[str]]] = {}
     for _link, resolution in outgoing:
         if resolution.path and not resolution.is_attachment and resolution.path != note.path:
             target = notes[resolution.path]
             name = names[resolution.path]
             seen.setdefault(name, (name, target.type, list(target.aliases)))
-    return build_hint(note, names[note.path], entity_type, sorted(seen.values()))
+    return hint_parts(note, names[note.path], entity_type, sorted(seen.values()))
 
 
 def hint_text(note: ParsedNote, outgoing: Outgoing, notes: Mapping[str, ParsedNote] | None = None,
@@ -78,6 +99,12 @@ def hint_text(note: ParsedNote, outgoing: Outgoing, notes: Mapping[str, ParsedNo
     (`hints.note_hint`). Entity names are the notes' titles: the pipeline's `note_entity_names` also
     qualifies colliding titles by folder, a few tokens the estimate does without (it costs ~0.1 ms a
     note, against a second for a large vault)."""
+    return "".join(hint_text_parts(note, outgoing, notes, default_type, titles))
+
+
+def hint_text_parts(note: ParsedNote, outgoing: Outgoing, notes: Mapping[str, ParsedNote] | None = None,
+                    default_type: str = "note", titles: Mapping[str, str] | None = None) -> list[str]:
+    """`hint_text` in `hint_parts`."""
     notes = notes if notes is not None else {note.path: note}
     outgoing = [(link, r) for link, r in outgoing if not r.path or r.is_attachment or r.path in notes]
     names: dict[str, str] = {}
@@ -85,7 +112,7 @@ def hint_text(note: ParsedNote, outgoing: Outgoing, notes: Mapping[str, ParsedNo
         if path not in names:
             known = titles.get(path) if titles is not None else None
             names[path] = known or notes[path].title.strip() or notes[path].name
-    return note_hint(note, outgoing, names, notes, note_type(note, default_type))  # type: ignore[arg-type]
+    return note_hint_parts(note, outgoing, names, notes, note_type(note, default_type))
 
 
 def hint_tokens(note: ParsedNote, outgoing: Outgoing, notes: Mapping[str, ParsedNote] | None = None, *,

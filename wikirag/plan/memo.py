@@ -1,11 +1,12 @@
 """Per-note pieces of a cost estimate that the settings an alternative varies do not change.
 
-`cost-estimate` prices a vault four times: the routed plan, then one setting away (the other routing policy,
-gleaning on or off, no packing). Each pass cut every note into chunks (the structure pass and a tokenizer
-call for its breadcrumb), found the names in its sentences and counted its hint header: the same work, four
-times over. One `EstimateMemo` shared by the passes does each once per note (and per chunk settings), and
-so do the summary model's entity names and per-note link descriptions; `TokenCounts` counts each distinct
-text once (hint headers, packs, descriptions and record names recur from pass to pass).
+`cost-estimate` prices a vault three times: the routed plan, then one setting away (the other routing policy,
+no packing; gleaning on or off comes from the plan's own pass: scenarios.toggled_gleaning). Each pass cut
+every note into chunks (the structure pass and a tokenizer call for its breadcrumb), found the names in its
+sentences and counted its hint header: the same work, over and over. One `EstimateMemo` shared by the passes
+does each once per note (and per chunk settings), and so do the summary model's entity names and per-note
+link descriptions; `TokenCounts` counts each distinct text once (hint headers, packs, descriptions and
+record names recur from pass to pass).
 """
 
 from __future__ import annotations
@@ -70,6 +71,9 @@ class EstimateMemo:
 # encodings are counted whole. tests/test_cost.py checks the sum against direct counting.
 _LINE_SPLIT_ENCODINGS = frozenset({"o200k_base", "cl100k_base"})
 _LINE_START = re.compile(r"(?<=\n)(?=[A-Za-z0-9-])")
+_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_LINE_START_CHARS = _ALNUM | {"-"}
+_AFTER_ALNUM = frozenset("\n,")  # a piece holds neither right after a letter or digit (see concat)
 
 
 class TokenCounts(dict):
@@ -95,6 +99,29 @@ class TokenCounts(dict):
         self[text] = count
         return count
 
+    def concat(self, parts: Sequence[str]) -> int:
+        """The count of `"".join(parts)`, summed from the counts of its runs of parts. A part starts a new run
+        where the text may be cut before it: a part starting with a space after one ending in a non-space (no
+        piece of these encodings holds a space after anything but whitespace, except at its start: see
+        `join`), a part starting with a letter, digit or '-' after a newline (see above), or one starting with
+        a newline or a comma after an ASCII letter or digit (a piece holding a letter or digit goes on only with
+        letters, marks or an apostrophe's contraction; one of punctuation or whitespace holds neither);
+        elsewhere it is glued to the run. Hint headers come as parts (a name, the fixed words around it), so
+        each name is counted once however many headers and lines repeat it."""
+        if not self.by_line:
+            return self["".join(parts)]
+        total = 0
+        run = ""
+        for part in parts:
+            first = part[:1]
+            if run and ((first == " " and not run[-1].isspace()) or (run[-1] == "\n" and first in _LINE_START_CHARS)
+                        or (first in _AFTER_ALNUM and run[-1] in _ALNUM)):
+                total += self[run]
+                run = part
+            else:
+                run += part
+        return total + self[run] if run else total
+
     def join(self, texts: Sequence[str], sep: str = "\n\n") -> int:
         """The count of `sep.join(texts)` (a pack's title lines and member texts), summed from the texts' own
         counts. A text after a newline is cut from what precedes it when it starts with neither whitespace
@@ -108,7 +135,8 @@ class TokenCounts(dict):
         for text in texts[:-1]:
             cut = text.rfind(" ")
             if len(text) < 64 or cut <= 0 or text[cut - 1].isspace():
-                total += self[text + sep]
+                first = text.find(" ")  # a title line ("# " and a name): the name's count is known already
+                total += self.concat((text[:first], text[first:], sep) if first > 0 else (text, sep))
             else:
                 tail = text[cut:]
                 total += self[text] - self[tail] + self[tail + sep]

@@ -12,7 +12,7 @@ from wikirag.lightrag.prompts import lightrag_content
 from wikirag.plan.chunk_plans import ChunkPlanner, PlannedChunk
 from wikirag.plan.cost_settings import CostSettings
 from wikirag.plan.memo import EstimateMemo
-from wikirag.plan.packing import TITLE_PREFIX, PackItem, pack_hint, pack_items
+from wikirag.plan.packing import TITLE_PREFIX, PackItem, pack_hint_parts, pack_items
 from wikirag.plan.results import NoteCost, ScenarioCost
 from wikirag.plan.scenarios import Scenario
 
@@ -39,7 +39,7 @@ def pack_costs(run: Scenario, packable: dict[str, PackItem], vault: Any, titles:
         tokens = memo.hint(key, "tokens", lambda p=pack: counts.join(p.texts()))
         hint = 0
         if s.hint:
-            hint = memo.hint(key, s.default_note_type, lambda p=pack: counts[_pack_hint(p, vault, titles, s)])
+            hint = memo.hint(key, s.default_note_type, lambda p=pack: counts.concat(_pack_hint(p, vault, titles, s)))
         names = memo.shared((key, "names"), lambda p=pack: pack_names(p, vault, memo))
         chunk = PlannedChunk(content, tokens, names=names)
         cost, _ = run.document(pack.paths[0], content, [chunk], hint)
@@ -71,14 +71,14 @@ def pack_names(pack: Any, vault: Any, memo: EstimateMemo) -> list[list[str]]:
     return out
 
 
-def _pack_hint(pack: Any, vault: Any, titles: Mapping[str, str], s: CostSettings) -> str:
+def _pack_hint(pack: Any, vault: Any, titles: Mapping[str, str], s: CostSettings) -> list[str]:
     members = []
     for path in pack.paths:
         note = vault.notes[path]
         targets = sorted({titles[r.path] for _l, r in vault.outgoing(path)
                           if r.path and not r.is_attachment and r.path != path and r.path in titles})
         members.append((titles[path], note_type(note, s.default_note_type), list(note.aliases), targets))
-    return pack_hint(members)
+    return pack_hint_parts(members)
 
 
 def _share(cost: ScenarioCost, part: float) -> ScenarioCost:

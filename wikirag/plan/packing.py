@@ -103,18 +103,31 @@ def pack_items(items: Iterable[PackItem], chunk_size: int, pack_max_tokens: int,
 def pack_hint(members: Sequence[tuple[str, str, list[str], list[str]]]) -> str:
     """One hint for a pack: per member (entity name, type, aliases, linked entity names). Shorter than the
     members' own hints together: one instruction, one line per member."""
-    lines = [HINT_TITLE, "The input holds several short notes, each under its own title line."]
+    return "".join(pack_hint_parts(members))
+
+
+def pack_hint_parts(members: Sequence[tuple[str, str, list[str], list[str]]]) -> list[str]:
+    """`pack_hint`'s text in parts that join to it, names apart (as plan.hints.hint_parts)."""
+    parts = [_PACK_HEAD]
     for entity, kind, aliases, targets in members:
         also = f"; also called {', '.join(aliases)}" if aliases else ""
-        line = f"- {entity} (type: {kind}{also})"
+        parts += ("-", " " + entity)
         if targets:
             shown = targets[:MAX_LISTED_LINKS]
-            more = f", … and {len(targets) - len(shown)} more" if len(targets) > len(shown) else ""
-            line += " -> " + ", ".join(shown) + more
-        lines.append(line)
-    lines.append(
-        "Each note's entity and its listed relations are already in the graph. Extract ONLY entities and "
-        "relations the text implies that are not listed above. When the text mentions a listed entity, use "
-        "exactly the name given here."
-    )
-    return "\n".join(lines) + "\n\n"
+            parts += (f" (type: {kind}{also})", " ->")
+            for t in shown[:-1]:
+                parts += (" " + t, ",")
+            if len(targets) > len(shown):
+                parts += (" " + shown[-1], ",", f" … and {len(targets) - len(shown)} more\n")
+            else:
+                parts += (" " + shown[-1], "\n")
+        else:
+            parts.append(f" (type: {kind}{also})\n")
+    parts.append(_PACK_TAIL)
+    return parts
+
+
+_PACK_HEAD = HINT_TITLE + "\nThe input holds several short notes, each under its own title line.\n"
+_PACK_TAIL = ("Each note's entity and its listed relations are already in the graph. Extract ONLY entities and "
+              "relations the text implies that are not listed above. When the text mentions a listed entity, use "
+              "exactly the name given here.\n\n")

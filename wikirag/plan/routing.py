@@ -255,12 +255,15 @@ def route_vault(
     encoding: str = DEFAULT_ENCODING,
     body_tokens: Mapping[str, int] | None = None,
     figures: dict[str, CharFigures] | None = None,
+    features: dict[str, NoteFeatures] | None = None,
 ) -> dict[str, RouteDecision]:
     """Route every note of a `Vault` (anything with `.notes` and `.outgoing(path)`), in path order.
 
     `body_tokens` (path -> tokens of the note body) skips the counting when the caller already has it.
     `figures` (path -> `char_figures`, valid for the notes' current text) skips the structure pass of the
-    notes it holds; the figures of the other notes are added to it.
+    notes it holds; the figures of the other notes are added to it. `features` (path -> the note's routing
+    features, which no route setting changes) does the same for another routing of the same vault and body
+    tokens (cost-estimate routes under both policies): decisions share the features they read, never changed.
     """
     settings = settings or RouteSettings()
     parsed = parse_route_overrides(overrides)
@@ -271,13 +274,14 @@ def route_vault(
         body_tokens = {p: len(enc.encode_ordinary(vault.notes[p].body.strip())) for p in paths}
     outgoing = {p: vault.outgoing(p) for p in paths}
     figures = {} if figures is None else figures
+    known = {} if features is None else features
     for p in paths:
-        if p not in figures:
-            figures[p] = char_figures(vault.notes[p])
-    chars = {p: _char_features(vault.notes[p], outgoing[p], figures[p]) for p in paths}
+        if p not in known:
+            if p not in figures:
+                figures[p] = char_figures(vault.notes[p])
+            known[p] = _with_tokens(_char_features(vault.notes[p], outgoing[p], figures[p]), body_tokens[p])
     decisions = {}
     for path in paths:
-        features = _with_tokens(chars[path], body_tokens[path])
         decisions[path] = route_note(vault.notes[path], outgoing[path], settings, override_for(path, parsed),
-                                     features=features)
+                                     features=known[path])
     return decisions

@@ -6,6 +6,7 @@ merge by merge for vanilla; then the dollars at the model's price.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 from wikirag.lightrag.prompts import (
@@ -40,6 +41,9 @@ class Scenario:
         self._crumb_tokens = counts if counts is not None else {}  # a TokenCounts shared by the estimate's passes
         cacheable = price.cached_input is not None
         self.cache_min = price.cache_min_tokens if cacheable else math.inf
+        # What one gleaning call per chunk adds to the documents priced so far, whether or not this scenario
+        # gleans: the same pass with gleaning toggled differs by exactly these (see toggled_gleaning).
+        self.gleaning_terms = ScenarioCost()
 
     def document(self, path: str, content: str, chunks: list[PlannedChunk],
                  hint: int) -> tuple[ScenarioCost, str | None]:
@@ -55,6 +59,7 @@ class Scenario:
         entity_counts: dict[str, int] = {}
         relation_counts: dict[tuple[str, str], int] = {}
         calls = glean = tokens_in = tokens_out = cached = embedded = extract_in = glean_in_total = records = 0
+        glean_out = glean_cached = 0
         for chunk in chunks:
             embedded += chunk.tokens
             names = chunk.names if chunk.names is not None else sentence_names(chunk.text)
@@ -75,7 +80,10 @@ class Scenario:
                 continue
             self.seen_prompts.add(key)
             if self.summaries is not None:
-                self.summaries.chunk(*cap_mentions(names, s.max_entity_records, s.max_total_records))
+                if chunk.names is not None:  # a note's (or pack's) names, the same list in every pass
+                    self.summaries.chunk_names(names)
+                else:
+                    self.summaries.chunk(*cap_mentions(names, s.max_entity_records, s.max_total_records))
             user = sz.user_fixed + chunk.tokens + hint
             if chunk.breadcrumb:
                 user += sz.section_fixed + self.crumb_tokens(chunk.breadcrumb)
@@ -87,13 +95,23 @@ class Scenario:
             if sz.system >= self.cache_min:
                 cached += sz.system
             glean_in = sz.system + user + out + sz.continue_prompt
-            if self.gleaning > 0 and glean_in <= s.max_extract_input_tokens:
+            if glean_in <= s.max_extract_input_tokens:
                 glean += 1
-                tokens_in += glean_in
                 glean_in_total += glean_in
-                tokens_out += round(s.gleaning_output_ratio * out)
+                glean_out += round(s.gleaning_output_ratio * out)
                 if sz.system + user >= self.cache_min:  # the extraction call just sent this prefix
-                    cached += sz.system + user
+                    glean_cached += sz.system + user
+        terms = self.gleaning_terms
+        terms.gleaning_calls += glean
+        terms.gleaning_input_tokens += glean_in_total
+        terms.output_tokens += glean_out
+        terms.cached_input_tokens += glean_cached
+        if self.gleaning > 0:
+            tokens_in += glean_in_total
+            tokens_out += glean_out
+            cached += glean_cached
+        else:
+            glean = glean_in_total = 0
         cost.extraction_calls, cost.gleaning_calls = calls, glean
         cost.extraction_input_tokens, cost.gleaning_input_tokens = extract_in, glean_in_total
         records += len(entity_counts) + len(relation_counts)
@@ -115,6 +133,22 @@ class Scenario:
         if crumb not in self._crumb_tokens:
             self._crumb_tokens[crumb] = len(self.enc.encode_ordinary(crumb))
         return self._crumb_tokens[crumb]
+
+
+def toggled_gleaning(total: ScenarioCost, terms: ScenarioCost, gleaning: bool, price: ModelPrice) -> ScenarioCost:
+    """`total` (a scenario's documents and summaries) as the same pass prices it with gleaning on (`gleaning`)
+    or off, from the `gleaning_terms` its Scenario collected: gleaning changes no other figure (the prompts
+    and the records they name stay the same)."""
+    sign = 1 if gleaning else -1
+    out = replace(total)
+    out.gleaning_calls += sign * terms.gleaning_calls
+    out.gleaning_input_tokens += sign * terms.gleaning_input_tokens
+    out.llm_calls += sign * terms.gleaning_calls
+    out.input_tokens += sign * terms.gleaning_input_tokens
+    out.output_tokens += sign * terms.output_tokens
+    out.cached_input_tokens += sign * terms.cached_input_tokens
+    price_cost(out, price)
+    return out
 
 
 def price_cost(cost: ScenarioCost, price: ModelPrice) -> None:

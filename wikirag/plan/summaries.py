@@ -28,6 +28,7 @@ from wikirag.lightrag.ids import normalize_name
 from wikirag.lightrag.prompts import PromptSizes
 from wikirag.plan.cost_settings import CostSettings
 from wikirag.plan.memo import EstimateMemo
+from wikirag.plan.mentions import cap_mentions
 from wikirag.plan.merges import summary_call, summary_rounds
 from wikirag.plan.results import ScenarioCost
 
@@ -48,6 +49,8 @@ class SummaryModel:
         self.extracted: dict[_Key, int] = {}  # record -> descriptions from extraction
         self.unresolved_targets: set[str] = set()
         self._notes_key: tuple[str, ...] | None = None  # the notes `notes` collected, when it did
+        self._chunk_records: dict[int, tuple[list[list[str]], list[_Key]]] = self.memo.shared(
+            ("chunk records", s.max_entity_records, s.max_total_records), dict)  # id(names) -> (names, records)
 
     def notes(self, paths: list[str]) -> None:
         """The indexed notes' own descriptions and their links' sentences, in `paths` order (once per set of
@@ -83,14 +86,30 @@ class SummaryModel:
 
     def chunk(self, entities: Iterable[str], relations: Iterable[tuple[str, str]]) -> None:
         """One extraction prompt's assumed records (a distinct prompt: a cached repeat adds nothing)."""
-        for name in entities:
-            key = self._canonical(name)
-            self.extracted[key] = self.extracted.get(key, 0) + 1
+        extracted = self.extracted
+        for key in self._record_keys(entities, relations):
+            extracted[key] = extracted.get(key, 0) + 1
+
+    def chunk_names(self, names: list[list[str]]) -> None:
+        """`chunk` of the records `names` (a prompt's sentence names, plan.mentions) make. The names lists of
+        notes and packs are shared by the passes of an estimate: each list's records are worked out once."""
+        s = self.s
+        found = self._chunk_records.get(id(names))
+        if found is None or found[0] is not names:  # held with the list, so its id stays its own
+            found = self._chunk_records[id(names)] = (names, self._record_keys(
+                *cap_mentions(names, s.max_entity_records, s.max_total_records)))
+        extracted = self.extracted
+        for key in found[1]:
+            extracted[key] = extracted.get(key, 0) + 1
+
+    def _record_keys(self, entities: Iterable[str], relations: Iterable[tuple[str, str]]) -> list[_Key]:
+        """The records `chunk` counts for these entities and relations, in its order."""
+        out: list[_Key] = [self._canonical(name) for name in entities]
         for a, b in relations:
             a, b = self._canonical(a), self._canonical(b)
             if a != b:
-                key = relation_key(a, b)
-                self.extracted[key] = self.extracted.get(key, 0) + 1
+                out.append(relation_key(a, b))
+        return out
 
     def _canonical(self, name: str) -> str:
         clean = normalize_name(name)
@@ -99,26 +118,44 @@ class SummaryModel:
     def cost(self) -> ScenarioCost:
         """The summary calls and tokens of a fresh index with an LLM (no extraction: those are counted apart).
         A record's calls depend only on its descriptions and extracted count: the passes of an estimate that
-        index the same notes (`notes`) share them, and a pass works out only the records whose count changed."""
+        index the same notes (`notes`) share them, and the sum over the records as the notes alone describe
+        them; a pass adds what extraction changes, record by record it names."""
         s = self.s
-        shared: dict[tuple[_Key, int], tuple[int, int, int]] = self.memo.shared(
-            ("summary calls", self._notes_key, id(self.counts), self.sizes, s.description_tokens,
-             s.force_llm_summary_on_merge, s.summary_max_tokens, s.summary_context_size,
-             s.summary_length_recommended), dict) if self._notes_key is not None else {}
-        cost = ScenarioCost()
-        keys = set(self.texts) | set(self.extracted) | {k for k in self.own if k in self.texts or k in self.extracted}
-        for key in keys:  # any order: every figure summed here is an int
-            extracted = self.extracted.get(key, 0)
-            found = shared.get((key, extracted))
-            if found is None:
-                found = shared[(key, extracted)] = self._record_calls(key, extracted)
-            calls, summary_in, summary_out = found
-            cost.summary_calls += calls
-            cost.summary_input_tokens += summary_in
-            cost.input_tokens += summary_in
-            cost.output_tokens += summary_out
-        cost.llm_calls = cost.summary_calls
+        key = ("summary calls", self._notes_key, id(self.counts), self.sizes, s.description_tokens,
+               s.force_llm_summary_on_merge, s.summary_max_tokens, s.summary_context_size,
+               s.summary_length_recommended)
+        shared: dict[tuple[_Key, int], tuple[int, int, int]] = (
+            self.memo.shared(key, dict) if self._notes_key is not None else {})
+        if self._notes_key is not None:
+            calls, tokens_in, tokens_out = self.memo.shared(("summary base", key), lambda: self._base(shared))
+        else:
+            calls, tokens_in, tokens_out = self._base(shared)
+        for record, extracted in self.extracted.items():  # any order: every figure summed here is an int
+            now = self._calls(shared, record, extracted)
+            was = self._calls(shared, record, 0) if record in self.texts else (0, 0, 0)  # in the base already
+            calls += now[0] - was[0]
+            tokens_in += now[1] - was[1]
+            tokens_out += now[2] - was[2]
+        cost = ScenarioCost(summary_calls=calls, llm_calls=calls, summary_input_tokens=tokens_in,
+                            input_tokens=tokens_in, output_tokens=tokens_out)
         return cost
+
+    def _base(self, shared: dict[tuple[_Key, int], tuple[int, int, int]]) -> tuple[int, int, int]:
+        """The summary calls of the records the notes describe, as if extraction named none of them."""
+        calls = tokens_in = tokens_out = 0
+        for record in self.texts:
+            found = self._calls(shared, record, 0)
+            calls += found[0]
+            tokens_in += found[1]
+            tokens_out += found[2]
+        return calls, tokens_in, tokens_out
+
+    def _calls(self, shared: dict[tuple[_Key, int], tuple[int, int, int]], record: _Key,
+               extracted: int) -> tuple[int, int, int]:
+        found = shared.get((record, extracted))
+        if found is None:
+            found = shared[(record, extracted)] = self._record_calls(record, extracted)
+        return found
 
     def _record_calls(self, key: _Key, extracted: int) -> tuple[int, int, int]:
         """One record's summary (calls, input tokens, output tokens)."""
