@@ -167,3 +167,31 @@ def test_names_and_links_tables_are_rederived_only_for_changed_ledger_rows(tmp_p
     during = len(derived)
     names = orjson.loads((config.workspace_dir / lexical.NAMES_FILENAME).read_bytes())
     assert during == len(ledger.notes) and names["notes"] == lexical.names_table(Ledger.load(config.workspace_dir))
+
+
+def test_a_hand_edited_names_table_is_derived_again_not_trusted(tmp_path):
+    """Rows of the saved names table are reused only when they have the digest and the shape of a derived row:
+    a row missing a key, or not a row at all, is derived again (the run must not fail on it)."""
+    import orjson
+
+    from tests.storekit import HashEmbedding, indexed_copy
+    from wikirag.index import lexical
+    from wikirag.index.ledger import Ledger
+    from wikirag.index.run import run_index
+
+    config = indexed_copy(SAMPLE, tmp_path / "vault")
+    ledger = Ledger.load(config.workspace_dir)
+    first = next(iter(sorted(ledger.notes)))
+    assert set(lexical.names_row(ledger.notes[first])) == lexical._NAMES_ROW_KEYS
+    path = config.workspace_dir / lexical.NAMES_FILENAME
+    table = orjson.loads(path.read_bytes())
+    a, b = sorted(table["notes"])[:2]
+    del table["notes"][a]["entity_record"]
+    table["notes"][b] = "not a row"
+    path.write_bytes(orjson.dumps(table))
+    note = config.vault / sorted(ledger.notes)[-1]
+    note.write_text(note.read_text(encoding="utf-8") + "\nOne more line.\n", encoding="utf-8")
+    report = run_index(config, embedding_func=HashEmbedding().func())
+    assert report.notes_changed == 1
+    assert orjson.loads(path.read_bytes())["notes"] == lexical.names_table(Ledger.load(config.workspace_dir))
+    assert (report.entities, report.relations) == Ledger.load(config.workspace_dir).record_counts()

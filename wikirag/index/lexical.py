@@ -239,6 +239,14 @@ def record_counts(names: dict[str, Any], links: dict[str, Any]) -> tuple[int, in
     return len(entities), len(relations)
 
 
+_NAMES_ROW_KEYS = frozenset({"title", "entity", "aliases", "entities", "entity_record", "tags", "status", "doc_id",
+                             "chunks"})
+
+
+def _mapping(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
 def _read_json(path: Path) -> Any:
     try:
         return orjson.loads(path.read_bytes())
@@ -252,12 +260,17 @@ def _table_rows(ledger: Any, workspace_dir: Path) -> tuple[dict[str, Any], dict[
     from the ledger (decoded) and derived again."""
     saved = _read_json(workspace_dir / NAMES_FILENAME)
     saved = saved if isinstance(saved, dict) and saved.get("rows") == TABLE_ROWS_VERSION else {}
-    saved_digests, saved_names = saved.get("digests") or {}, saved.get("notes") or {}
-    saved_links = (_read_json(workspace_dir / LINKS_FILENAME) or {}) if saved_digests else {}
+    saved_digests, saved_names = _mapping(saved.get("digests")), _mapping(saved.get("notes"))
+    saved_links = _mapping(_read_json(workspace_dir / LINKS_FILENAME)) if saved_digests else {}
     notes = ledger.notes
     digests = {p: d for p, d in notes.digests.items() if p not in notes.dirty and d}
-    stale = {p for p in notes if not (digests.get(p) and saved_digests.get(p) == digests[p]
-                                      and p in saved_names and p in saved_links)}
+
+    def kept(path: str) -> bool:  # a saved row of the right digest and shape (a hand-edited file is derived again)
+        row = saved_names.get(path)
+        return (bool(digests.get(path)) and saved_digests.get(path) == digests[path] and isinstance(row, dict)
+                and set(row) >= _NAMES_ROW_KEYS and isinstance(saved_links.get(path), list))
+
+    stale = {p for p in notes if not kept(p)}
     notes.load(stale)
     names: dict[str, Any] = {}
     links: dict[str, Any] = {}
