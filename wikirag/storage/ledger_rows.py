@@ -23,6 +23,17 @@ def encode_row(entry: dict[str, Any]) -> tuple[str, str]:
     return hashlib.sha1(text.encode("utf-8")).hexdigest(), text
 
 
+def whole_document(store: Any) -> dict | None:
+    """A row store's whole ledger document (head + `notes`, in path order), from its `load_summaries` and
+    `fetch`; None when it holds no ledger."""
+    found = store.load_summaries()
+    if found is None:
+        return None
+    head, rows = found
+    fetched = store.fetch(list(rows))
+    return {**head, "notes": {path: fetched[path] for path in rows if path in fetched}}
+
+
 def relation_key_text(a: str, b: str) -> str:
     """A relation's (src, tgt) as one string the stores match in SQL; unit separator between the two."""
     return f"{a}\x1f{b}"

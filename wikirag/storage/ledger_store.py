@@ -14,7 +14,7 @@ import orjson
 
 from wikirag.errors import WikiragError
 from wikirag.storage.fs import LEDGER_FILENAME, atomic_write_text
-from wikirag.storage.ledger_rows import RowSummary, encode_row, relation_key_text
+from wikirag.storage.ledger_rows import RowSummary, encode_row, relation_key_text, whole_document
 from wikirag.storage.postgres import connect
 from wikirag.storage.settings import StorageSettings
 
@@ -111,26 +111,7 @@ class PostgresLedgerStore:
 
     def load(self) -> dict | None:
         """The document, or None when this workspace has none (reading creates no table)."""
-        if _no_embedded_cluster(self.settings):
-            self._known, self._revision = {}, 0
-            return None
-        with connect(self.settings) as conn:
-            head = None
-            if _ledger_tables_exist(conn):
-                head = conn.execute("SELECT data, revision FROM wikirag_ledger WHERE workspace = %s",
-                                    (self.workspace,)).fetchone()
-            if head is None:
-                self._known, self._revision = {}, 0
-                return None
-            from psycopg.types.json import set_json_loads
-
-            set_json_loads(orjson.loads, conn)  # the rows are most of a run's reading: a faster decoder
-            rows = conn.execute('SELECT path, digest, entry FROM wikirag_ledger_notes WHERE workspace = %s '
-                                'ORDER BY path COLLATE "C"', (self.workspace,)).fetchall()
-        data, self._revision = dict(head[0]), head[1]
-        data["notes"] = {path: entry for path, _, entry in rows}
-        self._known = {path: digest for path, digest, _ in rows}
-        return data
+        return whole_document(self)
 
     def load_summaries(self) -> tuple[dict, dict[str, RowSummary]] | None:
         """The head and every note's RowSummary (the database extracts the fields; no row is decoded

@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from wikirag.storage.fs import LEDGER_FILENAME
-from wikirag.storage.ledger_rows import RowSummary, encode_row, relation_key_text
+from wikirag.storage.ledger_rows import RowSummary, encode_row, relation_key_text, whole_document
 
 INDEX_DB_FILENAME = "wikirag_index.sqlite"
 
@@ -115,11 +115,7 @@ class SqliteLedgerStore:
     def load(self) -> dict | None:
         """The whole document (head + `notes`), or None when this workspace has no ledger yet. A JSON
         ledger left by an older wikirag is moved in first."""
-        found = self.load_summaries()
-        if found is None:
-            return None
-        head, rows = found
-        return {**head, "notes": self.fetch(sorted(rows))}
+        return whole_document(self)
 
     def load_summaries(self) -> tuple[dict, dict[str, RowSummary]] | None:
         """The head and every note's RowSummary (its row is not decoded), or None without a ledger."""
