@@ -139,6 +139,30 @@ def test_unchanged_chunks_hit_lightrags_cache(vault, tmp_path):
     assert [c.kind for c in llm.calls].count("extract") == 1  # only the changed chunk went to the LLM
 
 
+def test_a_rebuild_pays_for_no_answer_it_already_has(vault, tmp_path):
+    """`--rebuild` starts the index over but keeps LightRAG's LLM cache: the same chunks, hints and model ask
+    the same prompts, so re-deriving the graph costs no LLM call, and the result equals the first build."""
+    config = config_for(vault, tmp_path / "store")
+    first = FakeLLM()
+    index(config, first)
+    built = snapshot(config)
+    assert [c.kind for c in first.calls].count("extract") > 0
+    again = FakeLLM()
+    report = index(config, again, rebuild=True)
+    assert report.notes_extracted == len(extract_routed(config)) > 0
+    assert again.calls == []
+    assert snapshot(config) == built
+
+
+def test_a_rebuild_can_drop_the_llm_cache_on_request(vault, tmp_path):
+    config = config_for(vault, tmp_path / "store")
+    first = FakeLLM()
+    index(config, first)
+    again = FakeLLM()
+    index(config, again, rebuild=True, drop_llm_cache=True)
+    assert [c.kind for c in again.calls].count("extract") == [c.kind for c in first.calls].count("extract")
+
+
 def test_switching_models_does_not_reuse_cached_answers(vault, tmp_path):
     first = FakeLLM()
     index(config_for(vault, tmp_path / "store", "fake:one"), first)

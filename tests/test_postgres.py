@@ -571,6 +571,30 @@ def test_config_selects_postgres_and_the_ledger_and_lock_live_there(pg, settings
     assert _pg_snapshot_counts(settings, "integrated") == {"nodes": report.entities, "edges": report.relations}
 
 
+def test_a_rebuild_keeps_the_workspaces_llm_answers_unless_told(pg, settings, vector, tmp_path):
+    """On PostgreSQL too `--rebuild` keeps LightRAG's LLM cache rows: re-extraction asks the LLM nothing."""
+    from tests.fakes import FakeLLM
+    from wikirag.index.run import run_index
+    from wikirag.settings import load_config
+
+    vault = copy_vault(SAMPLE, tmp_path / "vault")
+    (vault / "wikirag.toml").write_text('workspace = "answers"\n[storage]\nbackend = "postgres"\n')
+    config = load_config(vault, store=tmp_path / "local", environ={**os.environ, **pg.env()},
+                         overrides={"llm": {"model": "fake:one"}})
+    drop_workspace(config.storage, "answers")
+    first = FakeLLM()
+    run_index(config, llm_func=first, embedding_func=HashEmbedding().func())
+    extracted = [c.kind for c in first.calls].count("extract")
+    assert extracted > 0
+    again = FakeLLM()
+    run_index(config, rebuild=True, llm_func=again, embedding_func=HashEmbedding().func())
+    assert again.calls == []
+    anew = FakeLLM()
+    run_index(config, rebuild=True, drop_llm_cache=True, llm_func=anew, embedding_func=HashEmbedding().func())
+    assert [c.kind for c in anew.calls].count("extract") == extracted
+    drop_workspace(config.storage, "answers")
+
+
 def _pg_snapshot_counts(settings, workspace: str) -> dict:
     nodes = _rows(settings, "SELECT count(*) FROM lightrag_graph_nodes WHERE workspace = %s", workspace)[0][0]
     edges = _rows(settings, "SELECT count(*) FROM lightrag_graph_edges WHERE workspace = %s", workspace)[0][0]

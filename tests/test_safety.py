@@ -7,6 +7,7 @@ folder, so that even a regression deletes only inside pytest's temporary tree, n
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import pytest
@@ -144,3 +145,22 @@ def test_export_never_writes_into_the_vault(world, fast_embedding):
     assert result.exit_code == 0, result.output
     assert out.exists()
 
+
+
+def test_rebuild_keeps_the_llm_cache_unless_told_to_drop_it(world, fast_embedding):
+    """Paid answers survive `--rebuild` (the same prompts hit them again); `--drop-llm-cache` asks anew."""
+    vault = world["vault"]
+    assert runner.invoke(app, ["index", str(vault)]).exit_code == 0
+    workspace_dir = load_config(vault).workspace_dir
+    cache = workspace_dir / "kv_store_llm_response_cache.json"
+    journal = workspace_dir / "wikirag_llm_journal.jsonl"
+    answer = {"default:extract:0f": {"return": "paid for", "cache_type": "extract", "original_prompt": "p"}}
+    cache.write_text(json.dumps(answer), encoding="utf-8")
+    journal.write_text(json.dumps(answer) + "\n", encoding="utf-8")  # as a crash leaves it
+    assert runner.invoke(app, ["index", str(vault), "--rebuild"]).exit_code == 0
+    kept = json.loads(cache.read_text(encoding="utf-8"))  # the journal replayed into it, then emptied
+    assert kept["default:extract:0f"]["return"] == "paid for" and not journal.exists()
+    result = runner.invoke(app, ["index", str(vault), "--drop-llm-cache"])
+    assert result.exit_code == 1 and "--drop-llm-cache goes with --rebuild" in result.output
+    assert runner.invoke(app, ["index", str(vault), "--rebuild", "--drop-llm-cache"]).exit_code == 0
+    assert "paid for" not in (cache.read_text(encoding="utf-8") if cache.exists() else "")

@@ -89,7 +89,12 @@ def index(
     config_file: ConfigOpt = None,
     exclude: ExcludeOpt = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would change; write nothing.")] = False,
-    rebuild: Annotated[bool, typer.Option("--rebuild", help="Drop this vault's index and build it again.")] = False,
+    rebuild: Annotated[bool, typer.Option(
+        "--rebuild", help="Drop this vault's index and build it again (LLM answers paid for are kept).",
+    )] = False,
+    drop_llm_cache: Annotated[bool, typer.Option(
+        "--drop-llm-cache", help="With --rebuild: drop LightRAG's LLM cache too; extraction is asked anew.",
+    )] = False,
     route: RouteOpt = None,
     llm: LLMOpt = None,
     llm_concurrency: Annotated[int | None, typer.Option("--llm-concurrency", help="LLM requests in flight.")] = None,
@@ -118,11 +123,14 @@ def index(
     from wikirag.index.run import run_index
     from wikirag.storage.settings import scale_advice
 
+    if drop_llm_cache and not rebuild:
+        fail("--drop-llm-cache goes with --rebuild (an incremental run keeps every answer it can reuse)")
     try:
         config = build_config(vault, store=store, config_file=config_file, exclude=exclude, llm=llm,
                          llm_concurrency=llm_concurrency, route=route)
         if as_json:
-            report = run_index(config, dry_run=dry_run, rebuild=rebuild, budget_usd=budget, batch=batch)
+            report = run_index(config, dry_run=dry_run, rebuild=rebuild, budget_usd=budget, batch=batch,
+                               drop_llm_cache=drop_llm_cache)
         else:
             with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                           MofNCompleteColumn(), console=stderr_console(), transient=True) as bar:
@@ -132,7 +140,7 @@ def index(
                     bar.update(task, description=stage, completed=done, total=total)
 
                 report = run_index(config, dry_run=dry_run, rebuild=rebuild, progress=progress, budget_usd=budget,
-                                   batch=batch)
+                                   batch=batch, drop_llm_cache=drop_llm_cache)
     except WikiragError as exc:
         fail(str(exc))
     if as_json:

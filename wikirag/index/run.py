@@ -37,8 +37,8 @@ from wikirag.lightrag.hinting import HintingLLM
 from wikirag.lightrag.tokens import count_tokens
 from wikirag.lightrag.writer import StoreWriter
 from wikirag.settings import WikiragConfig
-from wikirag.storage.fs import wipe_store_files
-from wikirag.storage.ledger_store import drop_workspace, ledger_store
+from wikirag.storage.fs import LLM_CACHE_FILES, wipe_store_files
+from wikirag.storage.ledger_store import LLM_CACHE_TABLES, drop_workspace, ledger_store
 from wikirag.storage.locks import writer_lock
 from wikirag.storage.postgres import analyze_changed_tables
 from wikirag.vault.model import Vault, cyclic_gc_paused, freeze_long_lived, thaw_long_lived
@@ -105,7 +105,7 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
                       progress: Progress | None = None, vault: Vault | None = None, rag: Any = None,
                       hinting: HintingLLM | None = None, llm_func: Callable[..., Any] | None = None,
                       budget_usd: float | None = None, locked: bool = False, state: RunState | None = None,
-                      batch: bool = False,
+                      batch: bool = False, drop_llm_cache: bool = False,
                       should_stop: Callable[[], bool] | None = None,
                       **engine_kwargs: Any) -> IndexReport:
     """Bring the store in step with the vault.
@@ -114,7 +114,7 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
     LLM wrapper, `locked=True` (it holds the writer lock for its whole session) and its `state` (kept
     between batches); `wikirag index` passes none of them. `llm_func` replaces the configured provider
     (tests pass a fake LLM). `batch`: extraction requests go through the provider's batch API first
-    (index/batching.py).
+    (index/batching.py). `rebuild` keeps LightRAG's LLM cache (paid answers) unless `drop_llm_cache`.
     """
     started = time.perf_counter()
     if not config.vault.is_dir():
@@ -137,7 +137,8 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
 
         check_batch(config.llm)
     try:
-        return await _index(config, report, started, progress, rebuild, vault, rag, hinting, llm_func,
+        wipe = (lambda: _wipe_workspace(config, keep_llm_cache=not drop_llm_cache)) if rebuild else None
+        return await _index(config, report, started, progress, wipe, vault, rag, hinting, llm_func,
                             budget_usd, locked, state, should_stop, engine_kwargs, batch, watching)
     except BaseException:
         if state is not None:  # the in-memory ledger may hold a half-applied batch: reload it next time
@@ -147,7 +148,8 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
         thaw_long_lived()  # instance) must stay collectable; what is still alive just moves to the oldest generation
 
 
-async def _index(config: WikiragConfig, report: IndexReport, started: float, progress: Progress, rebuild: bool,
+async def _index(config: WikiragConfig, report: IndexReport, started: float, progress: Progress,
+                 wipe: Callable[[], None] | None,
                  vault: Vault | None, rag: Any, hinting: HintingLLM | None, llm_func: Callable[..., Any] | None,
                  budget_usd: float | None, locked: bool, state: RunState | None,
                  should_stop: Callable[[], bool] | None, engine_kwargs: dict[str, Any], batch: bool,
@@ -155,8 +157,8 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
     async with contextlib.AsyncExitStack() as stack:
         if not locked:
             stack.enter_context(StoreLock(config))
-        if rebuild:
-            _wipe_workspace(config)
+        if wipe is not None:  # --rebuild, under the lock
+            wipe()
         progress("scan", 0, 1)
         scan = files = None
         if vault is None:  # `wikirag index`: first ask whether anything can have changed at all
@@ -363,11 +365,13 @@ def _check_settings(config: WikiragConfig, llm_func: Callable[..., Any] | None) 
         parse_llm_spec(config.llm.model)
 
 
-def _wipe_workspace(config: WikiragConfig) -> None:
-    """`--rebuild`: drop this workspace's rows (servers) and wikirag's and LightRAG's files, by name only."""
-    if config.storage.uses_postgres:
-        drop_workspace(config.storage, config.workspace)  # every LightRAG and ledger row of this workspace
-    wipe_store_files(config.workspace_dir)
+def _wipe_workspace(config: WikiragConfig, *, keep_llm_cache: bool) -> None:
+    """`--rebuild`: drop this workspace's rows (servers) and wikirag's and LightRAG's files, by name only.
+    `keep_llm_cache`: LightRAG's LLM cache (and the journal of answers not yet in it) stays, so re-deriving
+    the same chunks with the same model and hints asks the provider nothing (its keys name both)."""
+    if config.storage.uses_postgres:  # every LightRAG and ledger row of this workspace
+        drop_workspace(config.storage, config.workspace, keep=LLM_CACHE_TABLES if keep_llm_cache else ())
+    wipe_store_files(config.workspace_dir, keep=LLM_CACHE_FILES if keep_llm_cache else ())
 
 
 def store_exists(config: WikiragConfig) -> bool:

@@ -42,12 +42,20 @@ def is_store_file(path: Path) -> bool:
                                                            for p in STORE_FILE_PATTERNS)
 
 
-def wipe_store_files(workspace_dir: Path) -> list[Path]:
-    """Delete the files wikirag and LightRAG keep in a workspace folder; return what else is there (kept)."""
+# LightRAG's LLM cache file and wikirag's journal of answers not yet in it (lightrag/answers.py): paid for.
+# `--rebuild` keeps them unless asked to drop them.
+LLM_CACHE_FILES = ("kv_store_llm_response_cache.json", "wikirag_llm_journal.jsonl")
+
+
+def wipe_store_files(workspace_dir: Path, keep: tuple[str, ...] = ()) -> list[Path]:
+    """Delete the files wikirag and LightRAG keep in a workspace folder, except those named in `keep`; return
+    what else is there (kept)."""
     kept = []
     if not workspace_dir.is_dir():
         return kept
     for child in sorted(workspace_dir.iterdir()):
+        if child.name in keep:
+            continue
         if is_store_file(child):
             child.unlink()
         elif child.name != LOCK_FILENAME and child.name not in KEPT_ACROSS_REBUILD:

@@ -292,10 +292,14 @@ def recorded_embedding(settings: StorageSettings, workspace_dir: Path, workspace
     return None if head is None else (head.get("meta") or {}).get("embedding") or ""
 
 
-def drop_workspace(settings: StorageSettings, workspace: str) -> int:
+# LightRAG's LLM cache table: paid answers, kept by `--rebuild` unless asked (index.run._wipe_workspace).
+LLM_CACHE_TABLES = ("lightrag_llm_cache",)
+
+
+def drop_workspace(settings: StorageSettings, workspace: str, keep: tuple[str, ...] = ()) -> int:
     """Delete every row of `workspace` from LightRAG's and wikirag's tables (for `index --rebuild`), in one
-    transaction; other workspaces are untouched. Covers vector tables of every embedding model. Returns
-    the number of rows deleted."""
+    transaction, except the tables named in `keep`; other workspaces are untouched. Covers vector tables of
+    every embedding model. Returns the number of rows deleted."""
     with connect(settings) as conn, conn.transaction():
         tables = [r[0] for r in conn.execute(
             "SELECT c.table_name FROM information_schema.columns c JOIN information_schema.tables t "
@@ -306,7 +310,7 @@ def drop_workspace(settings: StorageSettings, workspace: str) -> int:
             "ORDER BY (c.table_name = 'lightrag_graph_nodes'), (c.table_name = 'wikirag_ledger'), c.table_name"
         ).fetchall()]
         deleted = 0
-        for table in tables:
+        for table in (t for t in tables if t not in keep):
             cur = conn.execute(f'DELETE FROM "{table}" WHERE workspace = %s', (workspace,))
             deleted += cur.rowcount
     return deleted
