@@ -299,14 +299,40 @@ def test_cached_prefix_needs_a_caching_provider_and_a_long_enough_prefix():
     n = note(PROSE)
     sizes = prompt_sizes()
     user = sizes.user_fixed + sizes.section_fixed + count_tokens("n") + count_tokens(PROSE.strip())
+    # A run's first extraction call writes the system prompt into the cache; with gleaning on it also writes
+    # its first turn, which the gleaning call reads back with the system prompt.
     openai = estimate_note(n, [], extract(n), CostSettings(gleaning=1), hint=0).wikirag
-    assert openai.cached_input_tokens == sizes.system + (sizes.system + user)
+    assert (openai.cache_write_tokens, openai.cached_input_tokens) == (sizes.system + user, sizes.system + user)
     assert openai.usd_cached < openai.usd
-    assert estimate_note(n, [], extract(n), CostSettings(), hint=0).wikirag.cached_input_tokens == sizes.system
+    plain = estimate_note(n, [], extract(n), CostSettings(), hint=0).wikirag
+    assert (plain.cache_write_tokens, plain.cached_input_tokens) == (sizes.system, 0)
     local = estimate_note(n, [], extract(n), CostSettings(model="local", gleaning=1), hint=0).wikirag
-    assert local.cached_input_tokens == 0 and local.usd == 0
+    assert local.cached_input_tokens == local.cache_write_tokens == 0 and local.usd == 0
+    # Haiku caches prefixes of 2,048 tokens and up: not the system prompt alone, but system + first turn
     haiku = estimate_note(n, [], extract(n), CostSettings(model="claude-3-5-haiku", gleaning=1), hint=0).wikirag
-    assert haiku.cached_input_tokens == sizes.system + user  # Haiku caches prefixes of 2,048 tokens and up
+    assert (haiku.cache_write_tokens, haiku.cached_input_tokens) == (sizes.system + user, sizes.system + user)
+
+
+def test_cache_writes_are_priced_at_the_providers_write_price():
+    """Anthropic bills a cache write at 1.25x input (5-minute cache) and a read at 0.1x: with gleaning on, every
+    extraction call writes its first turn, which its gleaning call reads back."""
+    notes = {f"n{i}.md": note(PROSE + f" Note {i}.", f"n{i}.md") for i in range(3)}
+    decisions = {p: extract(n) for p, n in notes.items()}
+    sizes = prompt_sizes()
+    sonnet = CostSettings(model="claude-sonnet-4", gleaning=1)
+    cost = estimate_vault(FakeVault(notes), decisions, sonnet, hints={}).scenarios["wikirag"]
+    price = sonnet.price()
+    assert (price.input, price.cached_input, price.cache_write) == (3.00, 0.30, 3.75)
+    users = cost.extraction_input_tokens - 3 * sizes.system
+    assert cost.cache_write_tokens == sizes.system + users  # the system prompt once, then each first turn
+    assert cost.cached_input_tokens == 2 * sizes.system + (3 * sizes.system + users)  # later calls, gleaning
+    fresh = cost.input_tokens - cost.cached_input_tokens - cost.cache_write_tokens
+    expected = (fresh * 3.00 + cost.cached_input_tokens * 0.30 + cost.cache_write_tokens * 3.75
+                + cost.output_tokens * 15.00) / 1e6
+    assert cost.usd_cached == pytest.approx(expected, rel=1e-12)
+    without_writes = replace(price, cache_write=None)
+    assert cost.usd_cached > (fresh * 3.00 + cost.cached_input_tokens * 0.30 + cost.cache_write_tokens
+                              * without_writes.input + cost.output_tokens * 15.00) / 1e6
 
 
 # -- settings and the result ---------------------------------------------------------------------------------------

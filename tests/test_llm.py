@@ -364,7 +364,7 @@ def test_usage_is_the_sum_of_what_the_server_reported(server):
     assert usage.by_kind["keywords"].input_tokens == 5 and usage.by_kind["other"].calls == 2
     assert srv.requests[2]["body"]["response_format"] == {"type": "json_object"}
     assert asdict(usage)["by_kind"]["keywords"] == {"calls": 1, "input_tokens": 5, "output_tokens": 1,
-                                                    "cached_input_tokens": 0}
+                                                    "cached_input_tokens": 0, "cache_write_input_tokens": 0}
 
 
 def test_missing_usage_falls_back_to_a_marked_estimate(server):

@@ -113,6 +113,22 @@ def test_anthropic_extraction_requests_carry_cache_control(vault, tmp_path, monk
     # the cached prefix is static: the chunk and its hint are in the user turn
     assert len({body["system"][-1]["text"] for body in bodies}) == 1
     assert report.llm_cached_input_tokens > 0  # every call after the first reads the system prompt
+    # ... which the first call wrote (Anthropic bills that at 1.25x input; the report and live spend keep it)
+    assert report.llm_cache_write_input_tokens > 0
+    assert report.llm_cached_input_tokens == report.llm_cache_write_input_tokens * (len(bodies) - 1)
+
+
+def test_the_live_spend_prices_cache_writes_and_reads_apart():
+    from wikirag.index.live import LiveRun
+    from wikirag.llm.usage import LLMUsage
+    from wikirag.plan.cost_settings import CostSettings
+
+    usage = LLMUsage()
+    live = LiveRun(total=1, usage=usage, price=CostSettings(model="anthropic:claude-sonnet-4").price())
+    live.begin()
+    usage.add_tokens("extract", 1_000_000, 100_000, cached_input_tokens=600_000, cache_write_input_tokens=300_000)
+    # fresh 0.1M x $3 + read 0.6M x $0.30 + written 0.3M x $3.75 + output 0.1M x $15
+    assert live.spent_usd() == pytest.approx(0.3 + 0.18 + 1.125 + 1.5)
 
 
 def test_the_progress_line_shows_notes_in_flight_tokens_and_eta(vault, tmp_path, monkeypatch):

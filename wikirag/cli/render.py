@@ -116,6 +116,8 @@ def render_index_report(report: IndexReport, console: Console) -> None:
         ("LLM calls", report.llm_calls),
         ("LLM input / output tokens", f"{report.llm_input_tokens:,} / {report.llm_output_tokens:,}"),
         ("  input read from the prompt cache", report.llm_cached_input_tokens),
+        *([("  input written into the prompt cache", report.llm_cache_write_input_tokens)]
+          if report.llm_cache_write_input_tokens else []),
         *([("  answered by the batch API", report.llm_batch_requests)] if report.llm_batch_requests else []),
         *([("descriptions summarised by the LLM", report.descriptions_summarised)]
           if report.descriptions_summarised else []),

@@ -166,7 +166,8 @@ async def _finish(rag: Any, api: BatchAPI, ledger: Ledger, config: WikiragConfig
         if usage is not None:
             usage.add_call(kind)
             usage.add_tokens(kind, answer.input_tokens, answer.output_tokens,
-                             cached_input_tokens=answer.cached_input_tokens)
+                             cached_input_tokens=answer.cached_input_tokens,
+                             cache_write_input_tokens=answer.cache_write_input_tokens)
     await store_answers(rag, entries)
     await flush_answers(rag)
     report.llm_batch_requests += len(entries)

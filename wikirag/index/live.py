@@ -36,7 +36,7 @@ class LiveRun:
     batch_done: int = 0
     batch_total: int = 0
     started: float = field(default_factory=time.monotonic)
-    _base: tuple[int, int, int] = (0, 0, 0)
+    _base: tuple[int, int, int, int] = (0, 0, 0, 0)
     _begun: bool = False
 
     def begin(self) -> None:
@@ -44,22 +44,27 @@ class LiveRun:
         from the first call (a batch's answers stay in it)."""
         self.started = time.monotonic()
         if self.usage is not None and not self._begun:
-            self._base = (self.usage.input_tokens, self.usage.cached_input_tokens, self.usage.output_tokens)
+            self._base = self._now()
             self._begun = True
 
-    def spent(self) -> tuple[int, int, int]:
-        """(input, cached input, output) tokens since `begin`."""
+    def _now(self) -> tuple[int, int, int, int]:
+        u = self.usage
+        return u.input_tokens, u.cached_input_tokens, u.output_tokens, u.cache_write_input_tokens
+
+    def spent(self) -> tuple[int, int, int, int]:
+        """(input, cached input, output, cache-written input) tokens since `begin`."""
         if self.usage is None:
-            return 0, 0, 0
-        now = (self.usage.input_tokens, self.usage.cached_input_tokens, self.usage.output_tokens)
-        return now[0] - self._base[0], now[1] - self._base[1], now[2] - self._base[2]
+            return 0, 0, 0, 0
+        now = self._now()
+        return now[0] - self._base[0], now[1] - self._base[1], now[2] - self._base[2], now[3] - self._base[3]
 
     def spent_usd(self) -> float | None:
         if self.price is None or self.usage is None:
             return None
-        fresh_and_cached, cached, output = self.spent()
+        all_input, cached, output, written = self.spent()
         cached_rate = self.price.cached_input if self.price.cached_input is not None else self.price.input
-        usd = ((fresh_and_cached - cached) * self.price.input + cached * cached_rate
+        write_rate = self.price.cache_write if self.price.cache_write is not None else self.price.input
+        usd = ((all_input - cached - written) * self.price.input + cached * cached_rate + written * write_rate
                + output * self.price.output) / 1e6
         return usd * (1 - self.price.batch_discount) if self.batched else usd
 
@@ -76,7 +81,7 @@ class LiveRun:
             parts.append(f"batch {self.batch_state} {self.batch_done}/{self.batch_total}")
         if self.client is not None and not self.batch_state:
             parts.append(f"{getattr(self.client, 'in_flight', 0)} in flight")
-        fresh, cached, output = self.spent()
+        fresh, cached, output, _ = self.spent()
         if self.usage is not None:
             parts.append(f"{_tokens(fresh)} in ({_tokens(cached)} cached) / {_tokens(output)} out")
         usd = self.spent_usd()

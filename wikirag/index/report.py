@@ -49,6 +49,7 @@ class IndexReport:
     llm_input_tokens: int = 0
     llm_output_tokens: int = 0
     llm_cached_input_tokens: int = 0  # of llm_input_tokens: read from the provider's prompt cache
+    llm_cache_write_input_tokens: int = 0  # of llm_input_tokens: written into it (Anthropic bills 1.25x input)
     descriptions_summarised: int = 0  # entity/relation descriptions written as LightRAG's LLM summary
     llm_batch_requests: int = 0  # --batch: extraction requests answered through the provider's batch API
     recovered_pending: bool = False

@@ -219,8 +219,8 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
         await run_plan(StoreWriter(rag), ledger, plan, config, report, progress, hinting, live=live, batch=api,
                        should_stop=should_stop)
         usage_after = _usage(hinting)
-        (report.llm_calls, report.llm_input_tokens, report.llm_output_tokens,
-         report.llm_cached_input_tokens) = (a - b for a, b in zip(usage_after, usage_before, strict=True))
+        (report.llm_calls, report.llm_input_tokens, report.llm_output_tokens, report.llm_cached_input_tokens,
+         report.llm_cache_write_input_tokens) = (a - b for a, b in zip(usage_after, usage_before, strict=True))
         report.embedding_calls = counter.calls - calls_before
         report.embedding_texts = counter.texts - texts_before
         if len(plan.vault.notes) > FREEZE_ABOVE:
@@ -320,13 +320,14 @@ def hinting_llm(config: WikiragConfig, llm_func: Callable[..., Any] | None = Non
     return HintingLLM(llm_func) if llm_func is not None else None
 
 
-def _usage(hinting: HintingLLM | None) -> tuple[int, int, int, int]:
+def _usage(hinting: HintingLLM | None) -> tuple[int, int, int, int, int]:
     if hinting is None:
-        return 0, 0, 0, 0
+        return 0, 0, 0, 0, 0
     usage = hinting.usage
     if usage is None:  # a caller-supplied function without usage accounting: count calls only
-        return hinting.calls, 0, 0, 0
-    return usage.calls, usage.input_tokens, usage.output_tokens, usage.cached_input_tokens
+        return hinting.calls, 0, 0, 0, 0
+    return (usage.calls, usage.input_tokens, usage.output_tokens, usage.cached_input_tokens,
+            usage.cache_write_input_tokens)
 
 
 def live_run(plan: Plan, config: WikiragConfig, hinting: HintingLLM | None, *, estimate: bool,

@@ -45,7 +45,7 @@ def usage_counts(usage: Any) -> dict[str, int]:
     read = int(getattr(usage, "cache_read_input_tokens", 0) or 0)
     written = int(getattr(usage, "cache_creation_input_tokens", 0) or 0)
     return {"prompt_tokens": int(usage.input_tokens or 0) + read + written,
-            "completion_tokens": int(usage.output_tokens or 0), "cached_tokens": read}
+            "completion_tokens": int(usage.output_tokens or 0), "cached_tokens": read, "written_tokens": written}
 
 
 async def send_anthropic(client: LLMClient, prompt: str, system_prompt: str | None,
@@ -79,7 +79,7 @@ async def send_anthropic(client: LLMClient, prompt: str, system_prompt: str | No
         if usage is not None:
             counts = usage_counts(usage)
             tracker.add_usage(counts)
-            tracker.add_cached(counts["cached_tokens"])
+            tracker.add_cached(counts["cached_tokens"], counts["written_tokens"])
         return "".join(block.text for block in response.content if getattr(block, "type", "") == "text")
     try:
         events = await sdk.messages.create(**params, stream=True)
@@ -90,15 +90,15 @@ async def send_anthropic(client: LLMClient, prompt: str, system_prompt: str | No
 
 
 async def _anthropic_stream(sdk: Any, events: Any, tracker: Any) -> AsyncIterator[str]:
-    input_tokens = output_tokens = cached = 0
+    input_tokens = output_tokens = cached = written = 0
     seen = False
     try:
         async for event in events:
             kind = getattr(event, "type", "")
             if kind == "message_start":
                 counts = usage_counts(event.message.usage)
-                input_tokens, output_tokens, cached = counts["prompt_tokens"], counts["completion_tokens"], \
-                    counts["cached_tokens"]
+                input_tokens, output_tokens = counts["prompt_tokens"], counts["completion_tokens"]
+                cached, written = counts["cached_tokens"], counts["written_tokens"]
                 seen = True
             elif kind == "message_delta" and getattr(event, "usage", None) is not None:
                 output_tokens, seen = event.usage.output_tokens, True
@@ -106,7 +106,7 @@ async def _anthropic_stream(sdk: Any, events: Any, tracker: Any) -> AsyncIterato
                 yield event.delta.text
         if seen:
             tracker.add_usage({"prompt_tokens": input_tokens, "completion_tokens": output_tokens})
-            tracker.add_cached(cached)
+            tracker.add_cached(cached, written)
     finally:
         await events.close()
         await sdk.close()

@@ -44,6 +44,7 @@ class BatchAnswer:
     input_tokens: int = 0
     output_tokens: int = 0
     cached_input_tokens: int = 0
+    cache_write_input_tokens: int = 0
     error: str = ""
 
 
@@ -159,7 +160,7 @@ class BatchAPI:
                     counts = usage_counts(result.message.usage)
                     text = "".join(b.text for b in result.message.content if getattr(b, "type", "") == "text")
                     out[entry.custom_id] = BatchAnswer(text, counts["prompt_tokens"], counts["completion_tokens"],
-                                                       counts["cached_tokens"])
+                                                       counts["cached_tokens"], counts["written_tokens"])
             finally:
                 await sdk.close()
             return out

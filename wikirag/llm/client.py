@@ -228,7 +228,8 @@ class LLMClient:
 
     def _record(self, kind: str, tracker: UsageTracker, outer_tracker: Any, *, estimated: bool = False) -> None:
         self.usage.add_tokens(kind, tracker.input_tokens, tracker.output_tokens, estimated=estimated,
-                              cached_input_tokens=min(tracker.cached_input_tokens, tracker.input_tokens))
+                              cached_input_tokens=min(tracker.cached_input_tokens, tracker.input_tokens),
+                              cache_write_input_tokens=min(tracker.cache_write_input_tokens, tracker.input_tokens))
         if outer_tracker is not None:  # a caller's own TokenTracker sees the same figures
             outer_tracker.add_usage({"prompt_tokens": tracker.input_tokens,
                                      "completion_tokens": tracker.output_tokens,

@@ -14,6 +14,7 @@ class KindUsage:
     input_tokens: int = 0
     output_tokens: int = 0
     cached_input_tokens: int = 0
+    cache_write_input_tokens: int = 0
 
 
 @dataclass
@@ -23,7 +24,9 @@ class LLMUsage:
     `calls` counts LightRAG's calls (each once, however many attempts); `retries` the extra attempts;
     `failures` the calls that raised in the end. Tokens include failed and retried attempts when the
     provider billed them. `cached_input_tokens` is the part of `input_tokens` the provider reported as read
-    from its prompt cache (OpenAI `prompt_tokens_details.cached_tokens`, Anthropic `cache_read_input_tokens`).
+    from its prompt cache (OpenAI `prompt_tokens_details.cached_tokens`, Anthropic `cache_read_input_tokens`);
+    `cache_write_input_tokens` the part written into it (Anthropic `cache_creation_input_tokens`, billed at
+    1.25x input).
     `estimated_calls` were counted with tiktoken because the provider reported no
     usage. `by_kind`: extract, glean, summary, keywords, answer, other.
     """
@@ -32,6 +35,7 @@ class LLMUsage:
     input_tokens: int = 0
     output_tokens: int = 0
     cached_input_tokens: int = 0
+    cache_write_input_tokens: int = 0
     retries: int = 0
     failures: int = 0
     estimated_calls: int = 0
@@ -53,15 +57,17 @@ class LLMUsage:
             self._kind(kind).calls += 1
 
     def add_tokens(self, kind: str, input_tokens: int, output_tokens: int, *, estimated: bool = False,
-                   cached_input_tokens: int = 0) -> None:
+                   cached_input_tokens: int = 0, cache_write_input_tokens: int = 0) -> None:
         with self._lock:
             self.input_tokens += input_tokens
             self.output_tokens += output_tokens
             self.cached_input_tokens += cached_input_tokens
+            self.cache_write_input_tokens += cache_write_input_tokens
             per_kind = self._kind(kind)
             per_kind.input_tokens += input_tokens
             per_kind.output_tokens += output_tokens
             per_kind.cached_input_tokens += cached_input_tokens
+            per_kind.cache_write_input_tokens += cache_write_input_tokens
             if estimated:
                 self.estimated_calls += 1
 
@@ -82,10 +88,13 @@ class UsageTracker:
         self.input_tokens = 0
         self.output_tokens = 0
         self.cached_input_tokens = 0
+        self.cache_write_input_tokens = 0
 
-    def add_cached(self, tokens: int) -> None:
-        """Prompt-cache reads the provider reported (LightRAG's OpenAI binding drops them from its report)."""
+    def add_cached(self, tokens: int, written: int = 0) -> None:
+        """Prompt-cache reads (and writes) the provider reported (LightRAG's OpenAI binding drops them from its
+        report)."""
         self.cached_input_tokens += max(int(tokens or 0), 0)
+        self.cache_write_input_tokens += max(int(written or 0), 0)
 
     def add_usage(self, counts: dict[str, Any]) -> None:
         input_tokens = int(counts.get("prompt_tokens") or 0)

@@ -24,6 +24,7 @@ class ModelPrice:
     input: float = 0.0
     output: float = 0.0
     cached_input: float | None = None  # None: the provider does not cache prompts
+    cache_write: float | None = None  # writing a prefix into the prompt cache; None: the input price
     batch_discount: float = 0.0
     cache_min_tokens: int = 1024
     aliases: list[str] = field(default_factory=list)

@@ -20,6 +20,7 @@ class ScenarioCost:
     summary_calls: int = 0
     input_tokens: int = 0
     cached_input_tokens: int = 0  # of input_tokens: the prompt prefix a caching provider serves from cache
+    cache_write_tokens: int = 0  # of input_tokens: the prefix each call writes into the cache for a later read
     output_tokens: int = 0
     extraction_input_tokens: int = 0  # of input_tokens: the extraction calls
     gleaning_input_tokens: int = 0  # of input_tokens: the gleaning calls (they resend the first answer)

@@ -41,6 +41,7 @@ class Scenario:
         self._crumb_tokens = counts if counts is not None else {}  # a TokenCounts shared by the estimate's passes
         cacheable = price.cached_input is not None
         self.cache_min = price.cache_min_tokens if cacheable else math.inf
+        self.system_cached = False  # the first extraction call writes the system prompt; later calls read it
         # What one gleaning call per chunk adds to the documents priced so far, whether or not this scenario
         # gleans: the same pass with gleaning toggled differs by exactly these (see toggled_gleaning).
         self.gleaning_terms = ScenarioCost()
@@ -59,7 +60,7 @@ class Scenario:
         entity_counts: dict[str, int] = {}
         relation_counts: dict[tuple[str, str], int] = {}
         calls = glean = tokens_in = tokens_out = cached = embedded = extract_in = glean_in_total = records = 0
-        glean_out = glean_cached = 0
+        glean_out = glean_cached = glean_written = written = 0
         for chunk in chunks:
             embedded += chunk.tokens
             names = chunk.names if chunk.names is not None else sentence_names(chunk.text)
@@ -92,8 +93,11 @@ class Scenario:
             tokens_in += sz.system + user
             extract_in += sz.system + user
             tokens_out += out
-            if sz.system >= self.cache_min:
+            if sz.system >= self.cache_min and self.system_cached:
                 cached += sz.system
+            elif sz.system >= self.cache_min:
+                written += sz.system
+                self.system_cached = True
             glean_in = sz.system + user + out + sz.continue_prompt
             if glean_in <= s.max_extract_input_tokens:
                 glean += 1
@@ -101,15 +105,19 @@ class Scenario:
                 glean_out += round(s.gleaning_output_ratio * out)
                 if sz.system + user >= self.cache_min:  # the extraction call just sent this prefix
                     glean_cached += sz.system + user
+            if sz.system + user >= self.cache_min:  # with gleaning on, the extraction call caches its first turn
+                glean_written += user if sz.system >= self.cache_min else sz.system + user
         terms = self.gleaning_terms
         terms.gleaning_calls += glean
         terms.gleaning_input_tokens += glean_in_total
         terms.output_tokens += glean_out
         terms.cached_input_tokens += glean_cached
+        terms.cache_write_tokens += glean_written
         if self.gleaning > 0:
             tokens_in += glean_in_total
             tokens_out += glean_out
             cached += glean_cached
+            written += glean_written
         else:
             glean = glean_in_total = 0
         cost.extraction_calls, cost.gleaning_calls = calls, glean
@@ -125,6 +133,7 @@ class Scenario:
                 tokens_in += summary_in
                 tokens_out += summary_out
         cost.input_tokens, cost.output_tokens, cost.cached_input_tokens = tokens_in, tokens_out, cached
+        cost.cache_write_tokens = written
         cost.llm_calls = calls + glean + cost.summary_calls
         price_cost(cost, self.price)
         return cost, None
@@ -147,16 +156,20 @@ def toggled_gleaning(total: ScenarioCost, terms: ScenarioCost, gleaning: bool, p
     out.input_tokens += sign * terms.gleaning_input_tokens
     out.output_tokens += sign * terms.output_tokens
     out.cached_input_tokens += sign * terms.cached_input_tokens
+    out.cache_write_tokens += sign * terms.cache_write_tokens
     price_cost(out, price)
     return out
 
 
 def price_cost(cost: ScenarioCost, price: ModelPrice) -> None:
-    """Fill the three dollar figures of `cost` from its token counts."""
+    """Fill the three dollar figures of `cost` from its token counts. With caching, input is read from the
+    cache, written into it (Anthropic bills a write at 1.25x input), or neither."""
     plain = cost.input_tokens * price.input + cost.output_tokens * price.output
     cached_rate = price.cached_input if price.cached_input is not None else price.input
-    cached = ((cost.input_tokens - cost.cached_input_tokens) * price.input
-              + cost.cached_input_tokens * cached_rate + cost.output_tokens * price.output)
+    write_rate = price.cache_write if price.cache_write is not None else price.input
+    fresh = cost.input_tokens - cost.cached_input_tokens - cost.cache_write_tokens
+    cached = (fresh * price.input + cost.cached_input_tokens * cached_rate + cost.cache_write_tokens * write_rate
+              + cost.output_tokens * price.output)
     cost.usd = plain / 1e6
     cost.usd_cached = cached / 1e6
     cost.usd_batch = plain * (1 - price.batch_discount) / 1e6
