@@ -16,7 +16,7 @@ from wikirag.index.lexical import LEXICAL_FILENAME, load_index, tokenize
 from wikirag.index.run import run_index
 from wikirag.query.engine import WarmEngine
 from wikirag.query.notes import NoteTable, read_note_table
-from wikirag.query.search import rrf
+from wikirag.query.search import best_passages, rrf
 from wikirag.settings import load_config
 from wikirag.storage.fs import is_store_file
 
@@ -78,6 +78,31 @@ def test_lexical_search_finds_exact_terms_with_passages(sample_store):
     assert result.hits[0].path in {"people/Gordon Welchman.md", "projects/Bombe.md"}
     assert any("diagonal board" in p.lower() for p in result.hits[0].passages)
     assert result.hits[0].matched_by == ["lexical"]
+
+
+def test_a_passage_names_its_section_and_never_a_heading_or_code_comment_as_one():
+    text = ("---\ntitle: x\n---\nIntro about engines.\n\n# Engines\n## Rotors\nThe rotor wiring stepped.\n\n"
+            "```bash\n# rotor wiring script\nrun rotors\n```\n\n## Plugboard\nSwaps letters in pairs.\n")
+    assert best_passages(text, "rotor wiring", count=1) == (["Engines", "Rotors"], ["The rotor wiring stepped."])
+    # a `#` line inside a fence is code, not a heading: the fence is a passage of the Rotors section
+    assert best_passages(text, "rotor script", count=1) == (["Engines", "Rotors"],
+                                                             ["```bash\n# rotor wiring script\nrun rotors\n```"])
+    assert best_passages(text, "intro", count=1) == ([], ["Intro about engines."])
+    assert best_passages(text, "nothing matches", count=1) == ([], ["Intro about engines."])
+
+
+def test_search_points_at_the_section_of_its_best_passage(sample_store):
+    hit = _search(sample_store, "diagonal board")
+    welchman = next(h for h in hit.hits if h.path == "people/Gordon Welchman.md")
+    assert welchman.heading == "Gordon Welchman > The diagonal board"  # the note opens with its title as H1
+    assert welchman.obsidian_uri.endswith("%23The%20diagonal%20board")
+    assert welchman.passages[0].startswith("Welchman's best-known contribution")
+    result = runner.invoke(app, ["search", "diagonal board", "--vault", str(sample_store.vault), "--store",
+                                 str(sample_store.store), "-m", "lexical"], env={"COLUMNS": "100"})
+    assert result.exit_code == 0, result.output
+    assert "Gordon Welchman › The diagonal board" in result.output
+    wrapped = [line for line in result.output.splitlines() if line.strip() and not line.lstrip()[:1].isdigit()]
+    assert all(line.startswith("    ") for line in wrapped)  # passages and links indented on every line
 
 
 def test_a_specific_name_ranks_its_note_and_a_common_one_does_not(sample_store):

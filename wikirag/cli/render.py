@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
 from rich.markup import escape
+from rich.padding import Padding
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -324,9 +325,12 @@ def render_search_result(result: SearchResult, console: Console | None = None) -
         console.print(Text(f"No note matches {result.query!r}.", style="yellow"))
         return
     for rank, hit in enumerate(result.hits, start=1):
-        where = f" › {hit.heading}" if hit.heading else ""
+        crumbs = hit.heading.split(" > ") if hit.heading else []
+        if crumbs and crumbs[0] == hit.title:  # the breadcrumb opens with the title shown before it
+            crumbs = crumbs[1:]
+        where = "".join(f" › {c}" for c in crumbs)
         console.print(Text.assemble((f"{rank:>2}. ", "bold"), (hit.title, "bold cyan"), (where, "cyan"),
                                     (f"  {hit.path}", "dim"), (f"  [{', '.join(hit.matched_by)}]", "dim")))
-        for passage in hit.passages:
-            console.print(Text("    " + " ".join(passage.split()), style=""), overflow="fold")
-        console.print(Text(f"    {hit.obsidian_uri}", style="dim"), overflow="fold")
+        for passage in hit.passages:  # indented on every wrapped line, not only the first
+            console.print(Padding(Text(" ".join(passage.split())), (0, 0, 0, 4)))
+        console.print(Padding(Text(hit.obsidian_uri, style="dim"), (0, 0, 0, 4)), overflow="fold")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from wikirag.errors import QueryFailed
 from wikirag.index.lexical import tokenize
+from wikirag.markdown.chunking import heading_path
 from wikirag.query.notes import NoteTable, obsidian_uri
 from wikirag.query.ranking import FUSION, fuse, note_rankings, rrf
 
@@ -60,21 +61,40 @@ def fused_sources(notes: NoteTable, index: LexicalIndex | None, question: str, r
     return [(p, found) for p, _score, found in fuse(notes, rankings)]
 
 
-def best_passages(text: str, query: str, count: int = 2, width: int = 320) -> list[str]:
-    """The note's paragraphs sharing most search tokens with the query (frontmatter left out)."""
+def best_passages(text: str, query: str, count: int = 2, width: int = 320) -> tuple[list[str], list[str]]:
+    """The note's paragraphs sharing most search tokens with the query (frontmatter left out), and the heading
+    path of the section holding the best one ([] above the first heading). Heading lines are not passages:
+    they name the section (code blocks hold none)."""
+    from wikirag.markdown.layout import lay_out
     from wikirag.markdown.properties import split_frontmatter
 
     _block, body = split_frontmatter(text.replace("\r\n", "\n"))
+    headings = {line: (level, title) for _offset, level, title, line in lay_out(body).headings}
+    paragraphs: list[tuple[list[str], str]] = []  # (heading path, paragraph)
+    path: list[tuple[int, str]] = []
+    lines: list[str] = []
+
+    def close() -> None:
+        if lines:
+            paragraphs.append(([t for _lv, t in path], "\n".join(lines).strip()))
+            lines.clear()
+
+    for number, line in enumerate(body.split("\n")):
+        if number in headings:
+            close()
+            level, title = headings[number]
+            path[:] = [(lv, t) for lv, t in path if lv < level] + [(level, title)]
+        elif line.strip():
+            lines.append(line)
+        else:
+            close()
+    close()
     wanted = set(tokenize(query))
-    scored = []
-    for order, paragraph in enumerate(p.strip() for p in _PARAGRAPH.split(body)):
-        if not paragraph or (paragraph.startswith("#") and "\n" not in paragraph):
-            continue  # empty, or a heading on its own
-        overlap = len(wanted & set(tokenize(paragraph)))
-        scored.append((-overlap, order, paragraph))
-    scored.sort()
-    best = [p for overlap, _o, p in scored[:count] if overlap < 0] or [p for *_x, p in scored[:1]]
-    return [p if len(p) <= width else p[: width - 1].rstrip() + "…" for p in best]
+    scored = sorted((-len(wanted & set(tokenize(paragraph))), order, heading, paragraph)
+                    for order, (heading, paragraph) in enumerate(paragraphs))
+    best = [row for row in scored[:count] if row[0] < 0] or scored[:1]
+    passages = [p if len(p) <= width else p[: width - 1].rstrip() + "…" for *_x, p in best]
+    return (best[0][2] if best else []), passages
 
 
 def read_note_text(vault: Path, path: str) -> str:
@@ -111,10 +131,13 @@ async def search_notes(config: WikiragConfig, query: str, *, notes: NoteTable, l
     fused = fuse(notes, rankings, FUSION)[:limit]
     hits = []
     for path, score, found in fused:
-        heading = headings.get(path, "")
+        section, passages = best_passages(read_note_text(config.vault, path), query)
+        title = notes.title(path)
+        # where the best passage is (a breadcrumb as chunk headings are written), else the best chunk's heading
+        heading = " > ".join(heading_path(title, section)) if section else headings.get(path, "")
         hits.append(SearchHit(
-            path=path, title=notes.title(path), heading=heading,
+            path=path, title=title, heading=heading,
             obsidian_uri=obsidian_uri(config.vault, path, heading), score=round(score, 6), matched_by=found,
-            passages=best_passages(read_note_text(config.vault, path), query),
+            passages=passages,
         ))
     return SearchResult(query=query, mode=mode, hits=hits, notes=result_notes)
