@@ -49,6 +49,21 @@ async def test_every_tool_over_stdio(built_vault):
         assert set(tools) == {"search", "query", "get_note", "neighbors", "status"}
         for tool in tools.values():
             assert tool.annotations.read_only_hint is True and tool.output_schema is not None
+        # the output schemas are the library's result dataclasses, field for field (they cannot drift apart)
+        from dataclasses import fields
+
+        from wikirag.query.engine import Neighbours, NoteText, StoreStatus
+        from wikirag.query.search import SearchHit, SearchResult
+
+        def names(cls) -> set[str]:
+            return {f.name for f in fields(cls)}
+
+        schema = tools["search"].output_schema
+        assert set(schema["properties"]) == names(SearchResult)
+        assert set(schema["$defs"]["Hit"]["properties"]) == names(SearchHit)
+        assert "lexical (BM25)" in schema["$defs"]["Hit"]["properties"]["matched_by"]["description"]
+        for tool, cls in (("get_note", NoteText), ("neighbors", Neighbours), ("status", StoreStatus)):
+            assert set(tools[tool].output_schema["properties"]) == names(cls), tool
 
         r = await session.call_tool("search", {"query": "Who added the diagonal board to the Bombe?", "limit": 5})
         assert not r.is_error, r.content

@@ -1,10 +1,10 @@
 """`wikirag mcp`: the vault's index as a Model Context Protocol server over stdio (official `mcp` SDK).
 
 One warm engine per process (query.engine.WarmEngine) serves every call. Tools are read-only and return
-structured JSON (pydantic models give each an output schema) citing notes by path, title, heading and
-obsidian:// URI; graph facts say whether they came from a link or from LLM extraction. A tool's problem
-(unknown note, bad mode, empty query) is raised as ToolError: the client gets an error result it can read,
-the server goes on. stdout is the protocol channel: nothing else may be printed there.
+structured JSON (each output schema is made from the library's own result dataclass: `output_model`) citing
+notes by path, title, heading and obsidian:// URI; graph facts say whether they came from a link or from LLM
+extraction. A tool's problem (unknown note, bad mode, empty query) is raised as ToolError: the client gets an
+error result it can read, the server goes on. stdout is the protocol channel: nothing else may be printed there.
 `--watch` runs `watch_vault` (the same path as `wikirag watch`, holding the one writer lock) beside it.
 """
 
@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import sys
 import threading
+import typing
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import asdict
 from typing import Annotated, Any, Literal
@@ -22,10 +24,12 @@ from typing import Annotated, Any, Literal
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 from wikirag.errors import WikiragError
-from wikirag.query.engine import WarmEngine
+from wikirag.query import retrieve
+from wikirag.query.engine import Link, Neighbours, NoteText, StoreStatus, WarmEngine
+from wikirag.query.search import SearchHit, SearchResult
 from wikirag.settings import WikiragConfig
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
@@ -33,28 +37,27 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempot
 log = logging.getLogger("wikirag.mcp")
 
 
-class Hit(BaseModel):
-    path: str
-    title: str
-    heading: str
-    obsidian_uri: str
-    score: float
-    matched_by: list[str] = Field(description="rankings that found it: names, lexical (BM25), lightrag")
-    passages: list[str]
+def output_model(cls: type, name: str, *, types: dict[str, Any] | None = None, **descriptions: str) -> type[BaseModel]:
+    """A tool's output schema from the library's own dataclass: the same fields and types (a nested dataclass
+    may be swapped for its own model in `types`), with a description where one is given. The schema cannot
+    drift from what the library returns."""
+    hints = typing.get_type_hints(cls)
+    fields: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        kind = (types or {}).get(f.name, hints[f.name])
+        fields[f.name] = (kind, Field(description=descriptions[f.name]) if f.name in descriptions else ...)
+    return create_model(name, **fields)
 
 
-class SearchOut(BaseModel):
-    query: str
-    mode: str
-    hits: list[Hit]
-    notes: list[str]
-
-
-class Source(BaseModel):
-    path: str
-    title: str
-    obsidian_uri: str
-    found_by: list[str] = Field(description="lightrag (its context), lexical (BM25), names (named in the question)")
+Hit = output_model(SearchHit, "Hit", matched_by="rankings that found it: names, lexical (BM25), lightrag",
+                   heading="the section of the best passage, as 'Title > Section'")
+SearchOut = output_model(SearchResult, "SearchOut", types={"hits": list[Hit]})
+Source = output_model(retrieve.Source, "Source",
+                      found_by="lightrag (its context), lexical (BM25), names (named in the question)")
+NoteOut = output_model(NoteText, "NoteOut")
+LinkOut = output_model(Link, "LinkOut", origin="link: from wikilinks/frontmatter; llm: extracted")
+NeighboursOut = output_model(Neighbours, "NeighboursOut", types={"links": list[LinkOut], "backlinks": list[LinkOut]})
+StatusOut = output_model(StoreStatus, "StatusOut", stale_notes="notes changed in the vault since the last run")
 
 
 class Fact(BaseModel):
@@ -79,47 +82,6 @@ class QueryOut(BaseModel):
     facts: list[Fact]
     passages: list[Passage]
     sources: list[Source]
-
-
-class NoteOut(BaseModel):
-    path: str
-    title: str
-    obsidian_uri: str
-    aliases: list[str]
-    tags: list[str]
-    status: str
-    properties: dict[str, Any]
-    content: str
-
-
-class LinkOut(BaseModel):
-    note: str | None
-    name: str
-    description: str
-    origin: str
-
-
-class NeighboursOut(BaseModel):
-    path: str
-    title: str
-    links: list[LinkOut]
-    backlinks: list[LinkOut]
-    graph: list[dict[str, Any]]
-
-
-class StatusOut(BaseModel):
-    vault: str
-    store: str
-    workspace: str
-    notes: int
-    indexed: int
-    pending_extraction: int
-    failed: int
-    chunks: int
-    lexical_index: bool
-    last_run: dict[str, Any]
-    stale_notes: int
-    watching: bool
 
 
 def _split(value: Any) -> list[str]:
