@@ -152,3 +152,29 @@ def test_a_run_stopped_while_submitting_finds_its_openai_batch(tmp_path, monkeyp
         assert submissions(api) == 1 and live_calls(api) == 0
         assert any(r.method == "GET" and r.path == "/v1/batches" for r in api.requests)
     assert report.notes_extracted == 4 and report.llm_batch_requests > 0
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_rebuild_collects_the_batch_an_interrupted_run_submitted(tmp_path, monkeypatch, provider):
+    """`--rebuild` keeps the LLM cache, so it keeps the batch a stopped run paid for too: the rebuild polls
+    that batch and submits nothing again."""
+    from wikirag.llm.batch import BatchAPI
+
+    vault = prose_vault(tmp_path / "vault", 4)
+    original = BatchAPI.poll
+
+    async def stop(self, batch_id):
+        raise KeyboardInterrupt  # Ctrl-C while waiting for the provider
+
+    with FakeAPI(batch_polls=1) as api:
+        monkeypatch.setattr(BatchAPI, "poll", stop)
+        with pytest.raises(KeyboardInterrupt):
+            batch_index(vault, tmp_path / "store", api, monkeypatch, provider)
+        assert submissions(api) == 1
+        monkeypatch.setattr(BatchAPI, "poll", original)
+        config = load_config(vault, store=tmp_path / "store", overrides={
+            "llm": {"model": f"{provider}:fake-model", "base_url": api.anthropic_base_url if provider == "anthropic"
+                    else api.openai_base_url, "batch_poll_s": 0.02}})
+        report = run_index(config, batch=True, rebuild=True, embedding_func=HashEmbedding().func())
+        assert submissions(api) == 1 and live_calls(api) == 0
+    assert report.notes_extracted == 4 and report.llm_batch_requests > 0

@@ -149,7 +149,7 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
 
 
 async def _index(config: WikiragConfig, report: IndexReport, started: float, progress: Progress,
-                 wipe: Callable[[], None] | None,
+                 wipe: Callable[[], dict[str, Any]] | None,
                  vault: Vault | None, rag: Any, hinting: HintingLLM | None, llm_func: Callable[..., Any] | None,
                  budget_usd: float | None, locked: bool, state: RunState | None,
                  should_stop: Callable[[], bool] | None, engine_kwargs: dict[str, Any], batch: bool,
@@ -157,8 +157,7 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
     async with contextlib.AsyncExitStack() as stack:
         if not locked:
             stack.enter_context(StoreLock(config))
-        if wipe is not None:  # --rebuild, under the lock
-            wipe()
+        carried = wipe() if wipe is not None else {}  # --rebuild, under the lock
         progress("scan", 0, 1)
         scan = files = None
         if vault is None:  # `wikirag index`: first ask whether anything can have changed at all
@@ -176,6 +175,7 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
         if ledger is None:
             ledger = Ledger.load(open_ledger_store(config))
         _check_store(ledger, config)
+        ledger.meta.update(carried)
         cache = load_parse_cache(config.workspace_dir, config.index.encoding) if vault is None else {}
         plan = plan_index(config, ledger, vault, cache, scan=scan, previous=state.plan if state else None)
         if state is not None:
@@ -366,13 +366,24 @@ def _check_settings(config: WikiragConfig, llm_func: Callable[..., Any] | None) 
         parse_llm_spec(config.llm.model)
 
 
-def _wipe_workspace(config: WikiragConfig, *, keep_llm_cache: bool) -> None:
+def _wipe_workspace(config: WikiragConfig, *, keep_llm_cache: bool) -> dict[str, Any]:
     """`--rebuild`: drop this workspace's rows (servers) and wikirag's and LightRAG's files, by name only.
     `keep_llm_cache`: LightRAG's LLM cache (and the journal of answers not yet in it) stays, so re-deriving
-    the same chunks with the same model and hints asks the provider nothing (its keys name both)."""
+    the same chunks with the same model and hints asks the provider nothing (its keys name both); so does a
+    batch a stopped run submitted (index/batching.py), whose answers land in that cache: returned as the
+    ledger meta for the new ledger."""
+    carried: dict[str, Any] = {}
+    if keep_llm_cache:
+        try:
+            batch = Ledger.load(open_ledger_store(config)).meta.get("batch")
+        except Exception:  # noqa: BLE001  (a store too damaged to read, the reason for many a rebuild)
+            batch = None
+        if batch:
+            carried["batch"] = batch
     if config.storage.uses_postgres:  # every LightRAG and ledger row of this workspace
         drop_workspace(config.storage, config.workspace, keep=LLM_CACHE_TABLES if keep_llm_cache else ())
     wipe_store_files(config.workspace_dir, keep=LLM_CACHE_FILES if keep_llm_cache else ())
+    return carried
 
 
 def store_exists(config: WikiragConfig) -> bool:
