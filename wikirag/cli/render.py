@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import textwrap
 from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
 from rich.markup import escape
-from rich.padding import Padding
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -332,5 +332,11 @@ def render_search_result(result: SearchResult, console: Console | None = None) -
         console.print(Text.assemble((f"{rank:>2}. ", "bold"), (hit.title, "bold cyan"), (where, "cyan"),
                                     (f"  {hit.path}", "dim"), (f"  [{', '.join(hit.matched_by)}]", "dim")))
         for passage in hit.passages:  # indented on every wrapped line, not only the first
-            console.print(Padding(Text(" ".join(passage.split())), (0, 0, 0, 4)))
-        console.print(Padding(Text(hit.obsidian_uri, style="dim"), (0, 0, 0, 4)), overflow="fold")
+            console.print(Text(_indented(" ".join(passage.split()), console.width)), overflow="fold")
+        console.print(Text(_indented(hit.obsidian_uri, console.width), style="dim"), overflow="fold")
+
+
+def _indented(text: str, width: int) -> str:
+    """`text` wrapped to `width` with every line indented by four (no trailing spaces, unlike a padded box)."""
+    return textwrap.fill(text, max(20, width), initial_indent="    ", subsequent_indent="    ",
+                         break_on_hyphens=False)
