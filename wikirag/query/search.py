@@ -117,10 +117,15 @@ async def search_notes(config: WikiragConfig, query: str, *, notes: NoteTable, l
         result_notes.append("no lexical index in this store yet: run `wikirag index` once to build it")
     retrieved = None
     if mode != "lexical":
+        from wikirag.lightrag.query import too_short_for_retrieval
         from wikirag.query.retrieve import query_store
 
-        retrieved = await query_store(config, query, mode=mode, context_only=True, rag=rag, notes=notes,
-                                      fusion=False, **engine_kwargs)
+        if too_short_for_retrieval(query):  # LightRAG refuses "Go" or "C"; names and BM25 still find them
+            result_notes.append(f"{query.strip()!r} is too short for LightRAG's retrieval (at least 3 "
+                                "characters): ranked by names and BM25 only")
+        else:
+            retrieved = await query_store(config, query, mode=mode, context_only=True, rag=rag, notes=notes,
+                                          fusion=False, **engine_kwargs)
     rankings, headings = note_rankings(notes, lexical, query, chunks=retrieved.chunks if retrieved else None,
                                        entities=retrieved.entities if retrieved else None,
                                        relations=retrieved.relations if retrieved else None)
