@@ -65,6 +65,15 @@ def test_search_for_a_short_name_finds_it_without_lightrag(vault):
     assert any("too short" in note for note in data["notes"])  # says why LightRAG's ranking is missing
 
 
+@pytest.mark.parametrize("command", ["query", "search"])
+def test_lone_surrogates_in_the_question_are_replaced(vault, command):
+    # what a shell hands Python for bytes that are not UTF-8 (surrogateescape), or a JSON "\udc80" escape
+    result = invoke(command, "Go language caf\udce9", "--vault", str(vault), "-m", "naive", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data.get("question", data.get("query")) == "Go language caf\ufffd"
+
+
 def _engine_call(vault: Path, method: str, *args: object):
     async def run():
         async with WarmEngine(load_config(vault), embedding_func=HashEmbedding().func()) as engine:

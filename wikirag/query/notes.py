@@ -23,10 +23,17 @@ from wikirag.index.lexical import IS_CJK, LINKS_FILENAME, NAMES_FILENAME
 from wikirag.settings import WikiragConfig
 
 _WORDCHAR = re.compile(r"\w")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def fold(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
+
+
+def without_surrogates(text: str) -> str:
+    """`text` with lone surrogates replaced by U+FFFD. A shell hands Python bytes that are not UTF-8 as lone
+    surrogates, and JSON may escape them ("\\udc80"); no result holding one can be written out as UTF-8."""
+    return _SURROGATE.sub("\ufffd", text)
 
 
 @dataclass
