@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from tests.storekit import HashEmbedding
 from wikirag.cli import app
 from wikirag.query.engine import WarmEngine
+from wikirag.query.notes import NoteTable
 from wikirag.settings import load_config
 
 runner = CliRunner()
@@ -72,6 +73,17 @@ def test_lone_surrogates_in_the_question_are_replaced(vault, command):
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data.get("question", data.get("query")) == "Go language caf\ufffd"
+
+
+def test_resolve_tries_a_name_whole_before_reading_link_syntax():
+    table = NoteTable({p: {"title": Path(p).stem} for p in ("C#.md", "C.md", "a|b.md", " pad .md", "x.md")})
+    assert table.resolve("C#") == "C#.md"
+    assert table.resolve("C#.md") == "C#.md"
+    assert table.resolve("a|b.md") == "a|b.md"
+    assert table.resolve(" pad .md") == " pad .md"
+    assert table.resolve("[[C#Intro]]") == "C.md"  # no note "C#Intro": a heading link into C
+    assert table.resolve("[[C|shown]]") == "C.md"
+    assert table.resolve("[[x#^block|shown]]") == "x.md"
 
 
 def _engine_call(vault: Path, method: str, *args: object):
