@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from tests.storekit import HashEmbedding
 from wikirag.cli import app
+from wikirag.errors import QueryFailed
 from wikirag.query.engine import WarmEngine
 from wikirag.query.notes import NoteTable
 from wikirag.settings import load_config
@@ -92,3 +93,40 @@ def _engine_call(vault: Path, method: str, *args: object):
             return getattr(engine, method)(*args)
 
     return asyncio.run(run())
+
+
+def test_get_note_reads_notes_named_in_nfd_and_written_with_a_bom(vault):
+    note = _engine_call(vault, "get_note", "école")
+    assert note.path == "école.md" and note.properties == {"title": "Ecole"}
+    assert note.content.startswith("---\ntitle: Ecole") and "school of schools" in note.content
+    note = _engine_call(vault, "get_note", "BomAlias")
+    assert note.path == "bom.md" and note.properties == {"title": "Bom Title", "aliases": ["BomAlias"]}
+    assert note.content.startswith("---\n")  # the BOM dropped, as the index reads it
+    assert _engine_call(vault, "get_note", "C#").path == "C#.md"
+    assert _engine_call(vault, "neighbors", "C#").links[0].note == "C.md"
+
+
+def test_get_note_of_a_note_gone_from_disk_names_it(vault):
+    (vault / "Go.md").unlink()
+    with pytest.raises(QueryFailed, match=r"Go\.md.*vanished"):
+        _engine_call(vault, "get_note", "Go")
+
+
+def test_search_passages_of_nfd_and_bom_notes(vault):
+    result = invoke("search", "schools", "--vault", str(vault), "-m", "lexical", "--json")
+    assert result.exit_code == 0, result.output
+    hits = {h["path"]: h for h in json.loads(result.stdout)["hits"]}
+    assert hits["école.md"]["passages"] == ["The school of schools."]
+    assert hits["école.md"]["heading"] == "Ecole"
+    bom = hits["bom.md"]
+    assert bom["passages"] == ["A BOM note about schools."] and bom["heading"] == "Bom Title"
+    assert bom["obsidian_uri"].endswith("file=bom")  # no heading anchor made of the frontmatter
+
+
+def test_get_note_does_not_follow_a_note_replaced_by_a_link_out_of_the_vault(vault, tmp_path):
+    secret = tmp_path / "secret.md"
+    secret.write_text("not the vault's\n", encoding="utf-8")
+    (vault / "Go.md").unlink()
+    (vault / "Go.md").symlink_to(secret)
+    with pytest.raises(QueryFailed, match=r"Go\.md: leads out of the vault"):
+        _engine_call(vault, "get_note", "Go")

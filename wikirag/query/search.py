@@ -19,6 +19,7 @@ from wikirag.index.lexical import tokenize
 from wikirag.markdown.chunking import heading_path
 from wikirag.query.notes import NoteTable, obsidian_uri, without_surrogates
 from wikirag.query.ranking import FUSION, fuse, note_rankings, rrf
+from wikirag.vault.read import read_vault_note
 
 if TYPE_CHECKING:
     from wikirag.index.lexical import LexicalIndex
@@ -98,10 +99,8 @@ def best_passages(text: str, query: str, count: int = 2, width: int = 320) -> tu
 
 
 def read_note_text(vault: Path, path: str) -> str:
-    try:
-        return (vault / path).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
+    """The note's text as the index read it (BOM dropped, "\\n" line ends); "" when it cannot be read."""
+    return read_vault_note(vault, path).text or ""
 
 
 async def search_notes(config: WikiragConfig, query: str, *, notes: NoteTable, lexical: LexicalIndex | None,
