@@ -130,3 +130,7 @@ def test_get_note_does_not_follow_a_note_replaced_by_a_link_out_of_the_vault(vau
     (vault / "Go.md").symlink_to(secret)
     with pytest.raises(QueryFailed, match=r"Go\.md: leads out of the vault"):
         _engine_call(vault, "get_note", "Go")
+
+
+def test_status_finds_nothing_stale_right_after_indexing_notes_named_in_nfd(vault):
+    assert _engine_call(vault, "status").stale_notes == 0

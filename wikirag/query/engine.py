@@ -20,7 +20,7 @@ from wikirag.index.store_model import adopt_store_embedding
 from wikirag.query.notes import NoteTable, obsidian_uri, read_note_table
 from wikirag.query.search import SearchResult, search_notes
 from wikirag.settings import WikiragConfig
-from wikirag.vault.read import read_vault_note
+from wikirag.vault.read import nfc, read_vault_note
 
 
 @dataclass
@@ -231,7 +231,7 @@ class WarmEngine:
         root = self.config.vault
         seen, count = set(), 0
         for file in root.rglob("*.md"):
-            rel = file.relative_to(root).as_posix()
+            rel = nfc(file.relative_to(root).as_posix())  # as the index records it (NFD on macOS)
             if rules.ignored(rel) or rel.startswith(".") or "/." in rel:
                 continue
             seen.add(rel)
