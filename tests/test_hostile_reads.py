@@ -134,3 +134,12 @@ def test_get_note_does_not_follow_a_note_replaced_by_a_link_out_of_the_vault(vau
 
 def test_status_finds_nothing_stale_right_after_indexing_notes_named_in_nfd(vault):
     assert _engine_call(vault, "status").stale_notes == 0
+
+
+def test_stats_of_an_indexed_vault_prints_entity_types_as_text(vault):
+    # a frontmatter `type` is an entity type, which stats lists once the vault is indexed: never console markup
+    (vault / "Rust.md").write_text("---\ntype: \"[/]\"\n---\nRust, compare [[Go]].\n", encoding="utf-8")
+    assert invoke("index", str(vault)).exit_code == 0
+    result = invoke("stats", str(vault))
+    assert result.exit_code == 0, result.exception
+    assert "  [/]" in result.stdout
