@@ -143,3 +143,32 @@ def test_stats_of_an_indexed_vault_prints_entity_types_as_text(vault):
     result = invoke("stats", str(vault))
     assert result.exit_code == 0, result.exception
     assert "  [/]" in result.stdout
+
+
+# --- cost-estimate ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("where", "setting", "shown"), [
+    ("toml", 'price_in = "cheap"\nprice_out = 1', "'cheap'"),
+    ("toml", "price_in = -3\nprice_out = 1", "-3"),
+    ("toml", "price_in = nan\nprice_out = 1", "nan"),
+    ("prices", '[models.cheap]\ninput = "free"\noutput = 1', "'free'"),
+    ("flags", "", "-1.0"),
+])
+def test_cost_estimate_refuses_a_price_that_is_not_a_number_at_least_zero(tmp_path, where, setting, shown):
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "a.md").write_text("A note that mentions [[B]] in passing.\n", encoding="utf-8")
+    args = ["cost-estimate", str(vault)]
+    if where == "toml":
+        (vault / "wikirag.toml").write_text(f"[cost]\n{setting}\n", encoding="utf-8")
+    elif where == "prices":
+        (tmp_path / "prices.toml").write_text(setting + "\n", encoding="utf-8")
+        (vault / "wikirag.toml").write_text(f'[cost]\nprices_file = "{tmp_path / "prices.toml"}"\nmodel = "cheap"\n',
+                                            encoding="utf-8")
+    else:
+        args += ["--price-in", "-1", "--price-out", "1"]
+    result = invoke(*args)
+    _one_line_error(result, shown, "number ≥ 0")
+    if where == "prices":
+        assert "prices.toml" in result.output
