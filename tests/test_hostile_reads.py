@@ -148,6 +148,14 @@ def test_stats_of_an_indexed_vault_prints_entity_types_as_text(vault):
 # --- cost-estimate ---------------------------------------------------------------------------------------------
 
 
+def test_cost_estimate_prices_a_free_model_at_zero(tmp_path):
+    (tmp_path / "a.md").write_text("A note that mentions [[B]] in passing.\n", encoding="utf-8")
+    result = invoke("cost-estimate", str(tmp_path), "--model", "my-local", "--price-in", "0", "--price-out", "0",
+                    "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["scenarios"]["vanilla"]["usd"] == 0
+
+
 @pytest.mark.parametrize(("where", "setting", "shown"), [
     ("toml", 'price_in = "cheap"\nprice_out = 1', "'cheap'"),
     ("toml", "price_in = -3\nprice_out = 1", "-3"),
