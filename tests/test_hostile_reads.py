@@ -180,3 +180,18 @@ def test_cost_estimate_refuses_a_price_that_is_not_a_number_at_least_zero(tmp_pa
     _one_line_error(result, shown, "number ≥ 0")
     if where == "prices":
         assert "prices.toml" in result.output
+
+
+# --- export ----------------------------------------------------------------------------------------------------
+
+
+def test_export_into_a_folder_that_does_not_exist_is_one_line(vault, tmp_path):
+    out = tmp_path / "no" / "such" / "graph.graphml"
+    _one_line_error(invoke("export", "--vault", str(vault), "-o", str(out)), str(out), "is not a folder that exists")
+    assert not out.parent.exists()
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc, where no file can be created")
+def test_export_that_cannot_be_written_is_one_line(vault):
+    out = "/proc/wikirag-export.graphml"  # even root cannot write there: chmod would not stop root
+    _one_line_error(invoke("export", "--vault", str(vault), "-o", out), out, "cannot write it")
