@@ -195,3 +195,45 @@ def test_export_into_a_folder_that_does_not_exist_is_one_line(vault, tmp_path):
 def test_export_that_cannot_be_written_is_one_line(vault):
     out = "/proc/wikirag-export.graphml"  # even root cannot write there: chmod would not stop root
     _one_line_error(invoke("export", "--vault", str(vault), "-o", out), out, "cannot write it")
+
+
+# --- wikirag.toml as people write it ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def plain_vault(tmp_path: Path) -> Path:
+    root = tmp_path / "plain"
+    (root / "drafts").mkdir(parents=True)
+    (root / "a.md").write_text("Alpha links [[b]] in a sentence.\n", encoding="utf-8")
+    (root / "drafts" / "b.md").write_text("A draft.\n", encoding="utf-8")
+    return root
+
+
+def _notes_counted(vault: Path) -> int:
+    result = invoke("stats", str(vault), "--json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)["notes"]
+
+
+def test_a_config_file_saved_with_a_bom_is_read(plain_vault):
+    (plain_vault / "wikirag.toml").write_bytes('\ufeffexclude = ["drafts/**"]\n'.encode())  # Windows Notepad
+    assert _notes_counted(plain_vault) == 1
+
+
+def test_exclude_given_as_one_string_is_one_pattern(plain_vault):
+    # before: a string was read as its characters, each a pattern, and "*" left out every note
+    (plain_vault / "wikirag.toml").write_text('exclude = "drafts/**"\n', encoding="utf-8")
+    assert _notes_counted(plain_vault) == 1
+
+
+@pytest.mark.parametrize("command", ["stats", "doctor", "cost-estimate"])
+def test_exclude_that_is_not_text_is_one_line(plain_vault, command):
+    (plain_vault / "wikirag.toml").write_text("exclude = [1, 2]\n", encoding="utf-8")
+    _one_line_error(invoke(command, str(plain_vault)), "wikirag.toml", "exclude")
+
+
+@pytest.mark.parametrize("setting", ["chunk_token_size = -5", "chunk_token_size = 0",
+                                     "chunk_overlap_token_size = 1200", "chunk_overlap_token_size = -1"])
+def test_chunk_sizes_that_cannot_chunk_are_one_line(plain_vault, setting):
+    (plain_vault / "wikirag.toml").write_text(f"[index]\n{setting}\n", encoding="utf-8")
+    _one_line_error(invoke("cost-estimate", str(plain_vault)), setting.split(" =")[0])
