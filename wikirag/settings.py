@@ -262,7 +262,7 @@ def load_config(
         raise ConfigError(f"{config_file}: config file not found")
     if path.exists():
         try:
-            file_values = tomllib.loads(path.read_text(encoding="utf-8"))
+            file_values = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # Notepad writes a BOM
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{path}: {exc}") from None
 
@@ -315,13 +315,18 @@ def load_config(
         workspace = workspace_name(vault)
     check_store_location(vault, store_path, workspace, store_origin,
                          vault_file=store_origin == str(path) and config_file is None)
-    excludes = list(top.get("exclude", [])) + list(exclude or [])
+    excludes = _patterns(top.get("exclude", []), path) + list(exclude or [])
+    index = sections["index"]
+    if index.chunk_token_size < 1 or not 0 <= index.chunk_overlap_token_size < index.chunk_token_size:
+        raise ConfigError(f"[index] chunk_token_size = {index.chunk_token_size}, chunk_overlap_token_size = "
+                          f"{index.chunk_overlap_token_size}: the size must be at least 1 and the overlap from 0 "
+                          "to less than the size")
     return WikiragConfig(
         vault=vault,
         store=store_path,
         workspace=workspace,
         exclude=excludes,
-        index=sections["index"],
+        index=index,
         embedding=sections["embedding"],
         llm=sections["llm"],
         route=RouteSettings.from_mapping(file_values.get("route")),
@@ -331,6 +336,15 @@ def load_config(
         sections={k: v for k, v in file_values.items() if k in _OWN_MODULE_SECTIONS and isinstance(v, dict)},
         embedding_model_given=("embedding", "model") in named,
     )
+
+
+def _patterns(value: Any, origin: Path) -> list[str]:
+    """`exclude` as a list of patterns; one string is one pattern (a string read as a list of its characters made
+    "drafts/**" leave out every note, through its "*")."""
+    values = [value] if isinstance(value, str) else value
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise ConfigError(f"{origin}: exclude = {value!r}: give a list of path patterns, e.g. [\"drafts/**\"]")
+    return list(values)
 
 
 def follow_store_embedding(config: WikiragConfig, recorded: str | None) -> None:
@@ -356,7 +370,7 @@ def read_price_files(user_file: str | Path | None = None) -> list[tuple[dict[str
     if user_file is not None:
         path = Path(user_file)
         try:
-            tables.append((tomllib.loads(path.read_text(encoding="utf-8")), str(path)))
+            tables.append((tomllib.loads(path.read_text(encoding="utf-8-sig")), str(path)))
         except FileNotFoundError:
             raise ConfigError(f"{path}: price file not found") from None
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

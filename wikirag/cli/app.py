@@ -296,7 +296,8 @@ def cost_estimate(
 
     try:
         config = build_config(vault, config_file=config_file, exclude=exclude, route=route)
-        values = {k: v for k, v in {"model": model, "price_in": price_in, "price_out": price_out}.items() if v}
+        values = {k: v for k, v in {"model": model, "price_in": price_in, "price_out": price_out}.items()
+                  if v is not None}  # a price of 0 is a price (a local model)
         estimate = estimate_cost(config, values)
     except WikiragError as exc:
         fail(str(exc))

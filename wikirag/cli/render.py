@@ -211,7 +211,7 @@ def render_graph_stats(graph: GraphStats, console: Console) -> None:
     table.add_row("nodes", f"{graph.nodes:,}")
     table.add_row("edges", f"{graph.edges:,}")
     for kind, count in list(graph.nodes_by_type.items())[:LIST_LIMIT]:
-        table.add_row(f"  {kind}", f"{count:,}")
+        table.add_row(Text(f"  {kind}"), f"{count:,}")  # a type comes from frontmatter: text, not markup
     top = Table(box=None)
     top.add_column("entity")
     top.add_column("degree", justify="right")

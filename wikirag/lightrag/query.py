@@ -13,3 +13,12 @@ def query_param(**kwargs: Any) -> Any:
     from lightrag import QueryParam
 
     return QueryParam(**kwargs)
+
+
+def too_short_for_retrieval(question: str) -> bool:
+    """Whether LightRAG refuses `question` for retrieval (under 3 characters, a CJK character counting 2): it
+    raises then, from inside its query call."""
+    import_lightrag()
+    from lightrag.query_validation import meets_min_rag_query_weight
+
+    return not meets_min_rag_query_weight(question)

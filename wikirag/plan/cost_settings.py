@@ -5,6 +5,7 @@ output assumptions. Also LightRAG's prompts and their sizes for these settings.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -117,7 +118,20 @@ class CostSettings:
             changes["cached_input"] = self.price_cached_in
         if changes:
             changes["source"] = "command line"
-        return replace(base, **changes)
+        return _checked(replace(base, **changes))
+
+
+def _checked(price: ModelPrice) -> ModelPrice:
+    """A price is a finite number >= 0: a string ended in a TypeError, a negative or NaN one in a bill of -$3."""
+    for key in ("input", "output", "cached_input", "cache_write"):
+        value = getattr(price, key)
+        if value is None and key in ("cached_input", "cache_write"):
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            where = "--price-in/--price-out or [cost]" if price.source == "command line" else price.source
+            raise ConfigError(f"{where or 'prices'}: the {key} price of {price.name!r} is {value!r}; give USD per "
+                              "1M tokens, a number ≥ 0")
+    return price
 
 
 # Providers whose prompt caching wikirag's requests really get: OpenAI caches a repeated prefix by itself

@@ -18,8 +18,9 @@ from wikirag.errors import QueryFailed, StoreNotFound
 from wikirag.index.lexical import LEXICAL_FILENAME, NAMES_FILENAME, LexicalIndex, load_index
 from wikirag.index.store_model import adopt_store_embedding
 from wikirag.query.notes import NoteTable, obsidian_uri, read_note_table
-from wikirag.query.search import SearchResult, read_note_text, search_notes
+from wikirag.query.search import SearchResult, search_notes
 from wikirag.settings import WikiragConfig
+from wikirag.vault.read import nfc, read_vault_note
 
 
 @dataclass
@@ -156,8 +157,11 @@ class WarmEngine:
         from wikirag.markdown.properties import load_properties, split_frontmatter
 
         path = self.resolve(path_or_title)
-        text = read_note_text(self.config.vault, path)
-        block, _body = split_frontmatter(text.replace("\r\n", "\n"))
+        read = read_vault_note(self.config.vault, path)
+        if read.text is None:
+            raise QueryFailed(f"{path}: {read.issues[0].message.removesuffix('; skipped')}")
+        text = read.text
+        block, _body = split_frontmatter(text)
         properties = load_properties(block).data if block else {}
         note = self.notes.notes[path]
         return NoteText(path=path, title=self.notes.title(path), obsidian_uri=obsidian_uri(self.config.vault, path),
@@ -227,7 +231,7 @@ class WarmEngine:
         root = self.config.vault
         seen, count = set(), 0
         for file in root.rglob("*.md"):
-            rel = file.relative_to(root).as_posix()
+            rel = nfc(file.relative_to(root).as_posix())  # as the index records it (NFD on macOS)
             if rules.ignored(rel) or rel.startswith(".") or "/." in rel:
                 continue
             seen.add(rel)

@@ -116,6 +116,8 @@ def check_export_path(config: WikiragConfig, out: Path) -> None:
                             "write the export somewhere else")
     if target.is_dir():
         raise ExportRefused(f"{out}: is a folder; give a file name")
+    if not target.parent.is_dir():  # said before the graph is read, not as a traceback after
+        raise ExportRefused(f"{out}: {out.parent} is not a folder that exists")
 
 
 def export_graph(config: WikiragConfig, out: Path, fmt: str, **engine_kwargs: Any) -> Graph:
@@ -123,7 +125,10 @@ def export_graph(config: WikiragConfig, out: Path, fmt: str, **engine_kwargs: An
         raise ValueError(f"unknown export format {fmt!r}; use graphml or json")
     check_export_path(config, out)
     graph = asyncio.run(read_graph(config, **engine_kwargs))
-    (write_graphml if fmt == "graphml" else write_json)(graph, out)
+    try:
+        (write_graphml if fmt == "graphml" else write_json)(graph, out)
+    except OSError as exc:  # no permission, a full disk: one line naming the file
+        raise ExportRefused(f"{out}: cannot write it ({exc.strerror or exc})") from None
     return graph
 
 

@@ -23,10 +23,17 @@ from wikirag.index.lexical import IS_CJK, LINKS_FILENAME, NAMES_FILENAME
 from wikirag.settings import WikiragConfig
 
 _WORDCHAR = re.compile(r"\w")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def fold(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
+
+
+def without_surrogates(text: str) -> str:
+    """`text` with lone surrogates replaced by U+FFFD. A shell hands Python bytes that are not UTF-8 as lone
+    surrogates, and JSON may escape them ("\\udc80"); no result holding one can be written out as UTF-8."""
+    return _SURROGATE.sub("\ufffd", text)
 
 
 @dataclass
@@ -118,15 +125,26 @@ class NoteTable:
 
     def resolve(self, path_or_title: str) -> str | None:
         """A note by vault path (with or without .md), title, alias or file name, as Obsidian resolves
-        [[links]]: an exact path first, then the shortest path among notes so named."""
-        raw = path_or_title.strip().removeprefix("[[").removesuffix("]]").split("|")[0].split("#")[0].strip()
+        [[links]]: an exact path first, then the shortest path among notes so named. The name is tried whole
+        before `|` and `#` are read as link syntax: files may be named "C#.md" or " draft .md"."""
+        text = path_or_title.strip()
+        link = text.removeprefix("[[").removesuffix("]]")
+        for raw in dict.fromkeys((path_or_title, text, link, link.split("|")[0].split("#")[0].strip())):
+            if found := self._lookup(raw):
+                return found
+        return None
+
+    @cached_property
+    def _by_path(self) -> dict[str, str]:
+        return {fold(p.removesuffix(".md")): p for p in self.notes}
+
+    def _lookup(self, raw: str) -> str | None:
         for candidate in (raw, f"{raw}.md"):
             if candidate in self.notes:
                 return candidate
         folded = fold(raw.removesuffix(".md"))
-        by_path = {fold(p.removesuffix(".md")): p for p in self.notes}
-        if folded in by_path:
-            return by_path[folded]
+        if folded in self._by_path:
+            return self._by_path[folded]
         paths = self.by_name.get(folded) or self.by_name.get(fold(Path(raw).stem))
         if paths:
             return sorted(paths, key=lambda p: (p.count("/"), len(p), p))[0]

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 from wikirag.errors import QueryFailed, StoreNotFound
 from wikirag.index.store_model import adopt_store_embedding
 from wikirag.lightrag.engine import open_engine
-from wikirag.lightrag.query import query_param
-from wikirag.query.notes import NoteTable, obsidian_uri, read_note_table
+from wikirag.lightrag.query import query_param, too_short_for_retrieval
+from wikirag.query.notes import NoteTable, obsidian_uri, read_note_table, without_surrogates
 from wikirag.settings import STORE_DIRNAME, WikiragConfig
 
 if TYPE_CHECKING:
@@ -165,6 +165,7 @@ async def query_store(
     keeps LightRAG's own source order."""
     if mode not in MODES:
         raise QueryFailed(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+    question = without_surrogates(question)
     if not question.strip():
         raise QueryFailed("the question is empty")
     # without an open store: check there is one, and embed the question with the store's own model
@@ -172,6 +173,9 @@ async def query_store(
         raise StoreNotFound(f"{config.workspace_dir}: no index here; run `wikirag index {config.vault}` first")
     if mode == "bypass" and llm_func is None:
         raise QueryFailed("mode 'bypass' sends the question straight to the LLM, and none is configured")
+    if mode != "bypass" and too_short_for_retrieval(question):
+        raise QueryFailed(f"the question {question.strip()!r} is too short for LightRAG's retrieval: at least 3 "
+                          "characters, a Chinese, Japanese or Korean one counting 2 (`wikirag search` takes it)")
     notes = notes or read_note_table(config)
     use_llm = llm_func is not None and not context_only
     high, low = ("", "")

@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 from wikirag.errors import QueryFailed
 from wikirag.index.lexical import tokenize
 from wikirag.markdown.chunking import heading_path
-from wikirag.query.notes import NoteTable, obsidian_uri
+from wikirag.query.notes import NoteTable, obsidian_uri, without_surrogates
 from wikirag.query.ranking import FUSION, fuse, note_rankings, rrf
+from wikirag.vault.read import read_vault_note
 
 if TYPE_CHECKING:
     from wikirag.index.lexical import LexicalIndex
@@ -98,10 +99,8 @@ def best_passages(text: str, query: str, count: int = 2, width: int = 320) -> tu
 
 
 def read_note_text(vault: Path, path: str) -> str:
-    try:
-        return (vault / path).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
+    """The note's text as the index read it (BOM dropped, "\\n" line ends); "" when it cannot be read."""
+    return read_vault_note(vault, path).text or ""
 
 
 async def search_notes(config: WikiragConfig, query: str, *, notes: NoteTable, lexical: LexicalIndex | None,
@@ -109,6 +108,7 @@ async def search_notes(config: WikiragConfig, query: str, *, notes: NoteTable, l
     """Fuse names, BM25 and LightRAG retrieval; `rag` is an open engine (one is opened when None)."""
     if mode not in SEARCH_MODES:
         raise QueryFailed(f"unknown search mode {mode!r}; choose one of {', '.join(SEARCH_MODES)}")
+    query = without_surrogates(query)
     if not query.strip():
         raise QueryFailed("the query is empty")
     limit = max(1, limit)
@@ -117,10 +117,15 @@ async def search_notes(config: WikiragConfig, query: str, *, notes: NoteTable, l
         result_notes.append("no lexical index in this store yet: run `wikirag index` once to build it")
     retrieved = None
     if mode != "lexical":
+        from wikirag.lightrag.query import too_short_for_retrieval
         from wikirag.query.retrieve import query_store
 
-        retrieved = await query_store(config, query, mode=mode, context_only=True, rag=rag, notes=notes,
-                                      fusion=False, **engine_kwargs)
+        if too_short_for_retrieval(query):  # LightRAG refuses "Go" or "C"; names and BM25 still find them
+            result_notes.append(f"{query.strip()!r} is too short for LightRAG's retrieval (at least 3 "
+                                "characters): ranked by names and BM25 only")
+        else:
+            retrieved = await query_store(config, query, mode=mode, context_only=True, rag=rag, notes=notes,
+                                          fusion=False, **engine_kwargs)
     rankings, headings = note_rankings(notes, lexical, query, chunks=retrieved.chunks if retrieved else None,
                                        entities=retrieved.entities if retrieved else None,
                                        relations=retrieved.relations if retrieved else None)

@@ -181,6 +181,22 @@ def inside_folder(real: str, real_root: str) -> bool:
     return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
 
 
+def read_vault_note(root: Path, path: str, max_bytes: int = MAX_NOTE_BYTES) -> ReadResult:
+    """Read the note at vault path `path` (NFC, as the index records it) as the index reads notes. Found as
+    spelled, else by the NFC names of each folder's entries (a vault written on macOS spells names in NFD);
+    a file that now leads out of the vault (a symlink) is not read."""
+    here = root
+    for part in path.split("/"):
+        try:
+            names = [part] if os.path.lexists(here / part) else os.listdir(here)
+        except OSError:
+            names = []
+        here = here / next((name for name in names if nfc(name) == part), part)
+    if not inside_folder(os.path.realpath(here), os.path.realpath(root)):
+        return _skipped(path, "leads out of the vault; skipped")
+    return read_note(here, path, max_bytes)
+
+
 def _undecodable(name: str) -> bool:
     """Names that were not UTF-8 on disk arrive with lone surrogates; they cannot be printed or linked."""
     try:

@@ -1,0 +1,239 @@
+"""The reading commands (query, search, get_note, neighbors) on hostile but real vaults and questions: short
+questions, lone surrogates, names holding link syntax, notes written with a BOM or named in NFD (as macOS
+writes them). Through the CLI runner on real files, or the library where the MCP tools call it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import unicodedata
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.storekit import HashEmbedding
+from wikirag.cli import app
+from wikirag.errors import QueryFailed
+from wikirag.query.engine import WarmEngine
+from wikirag.query.notes import NoteTable
+from wikirag.settings import load_config
+
+runner = CliRunner()
+NFD_ECOLE = unicodedata.normalize("NFD", "école")
+
+
+def invoke(*args: str):
+    return runner.invoke(app, list(args))
+
+
+@pytest.fixture
+def vault(tmp_path: Path, fast_embedding) -> Path:
+    root = tmp_path / "vault"
+    root.mkdir()
+    (root / "Go.md").write_text("# Go\n\nGo is a programming language with goroutines.\n", encoding="utf-8")
+    (root / "Rust.md").write_text("Rust is a systems language; compare [[Go]].\n", encoding="utf-8")
+    (root / f"{NFD_ECOLE}.md").write_text("---\ntitle: Ecole\n---\n# Ecole\n\nThe school of schools.\n",
+                                          encoding="utf-8")
+    (root / "bom.md").write_bytes("\ufeff---\ntitle: Bom Title\naliases: [BomAlias]\n---\nA BOM note about "
+                                  "schools.\n".encode())
+    (root / "C#.md").write_text("The C# language, not [[C]].\n", encoding="utf-8")
+    (root / "C.md").write_text("The C language.\n", encoding="utf-8")
+    assert invoke("index", str(root)).exit_code == 0
+    return root
+
+
+def _one_line_error(result, *words: str) -> None:
+    assert result.exit_code == 1, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert result.output.strip().count("\n") == 0 and "Traceback" not in result.output
+    for word in words:
+        assert word in result.output
+
+
+@pytest.mark.parametrize("mode", ["naive", "hybrid"])
+def test_a_question_too_short_for_lightrag_is_one_line(vault, mode):
+    # LightRAG refuses a retrieval query under 3 characters (a CJK character counts 2): "Go", "C", an emoji
+    for question in ("Go", "🚀"):
+        _one_line_error(invoke("query", question, "--vault", str(vault), "-m", mode, "--json"), "too short",
+                        repr(question))
+
+
+def test_search_for_a_short_name_finds_it_without_lightrag(vault):
+    result = invoke("search", "Go", "--vault", str(vault), "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["hits"][0]["path"] == "Go.md"
+    assert any("too short" in note for note in data["notes"])  # says why LightRAG's ranking is missing
+
+
+@pytest.mark.parametrize("command", ["query", "search"])
+def test_lone_surrogates_in_the_question_are_replaced(vault, command):
+    # what a shell hands Python for bytes that are not UTF-8 (surrogateescape), or a JSON "\udc80" escape
+    result = invoke(command, "Go language caf\udce9", "--vault", str(vault), "-m", "naive", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data.get("question", data.get("query")) == "Go language caf\ufffd"
+
+
+def test_resolve_tries_a_name_whole_before_reading_link_syntax():
+    table = NoteTable({p: {"title": Path(p).stem} for p in ("C#.md", "C.md", "a|b.md", " pad .md", "x.md")})
+    assert table.resolve("C#") == "C#.md"
+    assert table.resolve("C#.md") == "C#.md"
+    assert table.resolve("a|b.md") == "a|b.md"
+    assert table.resolve(" pad .md") == " pad .md"
+    assert table.resolve("[[C#Intro]]") == "C.md"  # no note "C#Intro": a heading link into C
+    assert table.resolve("[[C|shown]]") == "C.md"
+    assert table.resolve("[[x#^block|shown]]") == "x.md"
+
+
+def _engine_call(vault: Path, method: str, *args: object):
+    async def run():
+        async with WarmEngine(load_config(vault), embedding_func=HashEmbedding().func()) as engine:
+            return getattr(engine, method)(*args)
+
+    return asyncio.run(run())
+
+
+def test_get_note_reads_notes_named_in_nfd_and_written_with_a_bom(vault):
+    note = _engine_call(vault, "get_note", "école")
+    assert note.path == "école.md" and note.properties == {"title": "Ecole"}
+    assert note.content.startswith("---\ntitle: Ecole") and "school of schools" in note.content
+    note = _engine_call(vault, "get_note", "BomAlias")
+    assert note.path == "bom.md" and note.properties == {"title": "Bom Title", "aliases": ["BomAlias"]}
+    assert note.content.startswith("---\n")  # the BOM dropped, as the index reads it
+    assert _engine_call(vault, "get_note", "C#").path == "C#.md"
+    assert _engine_call(vault, "neighbors", "C#").links[0].note == "C.md"
+
+
+def test_get_note_of_a_note_gone_from_disk_names_it(vault):
+    (vault / "Go.md").unlink()
+    with pytest.raises(QueryFailed, match=r"Go\.md.*vanished"):
+        _engine_call(vault, "get_note", "Go")
+
+
+def test_search_passages_of_nfd_and_bom_notes(vault):
+    result = invoke("search", "schools", "--vault", str(vault), "-m", "lexical", "--json")
+    assert result.exit_code == 0, result.output
+    hits = {h["path"]: h for h in json.loads(result.stdout)["hits"]}
+    assert hits["école.md"]["passages"] == ["The school of schools."]
+    assert hits["école.md"]["heading"] == "Ecole"
+    bom = hits["bom.md"]
+    assert bom["passages"] == ["A BOM note about schools."] and bom["heading"] == "Bom Title"
+    assert bom["obsidian_uri"].endswith("file=bom")  # no heading anchor made of the frontmatter
+
+
+def test_get_note_does_not_follow_a_note_replaced_by_a_link_out_of_the_vault(vault, tmp_path):
+    secret = tmp_path / "secret.md"
+    secret.write_text("not the vault's\n", encoding="utf-8")
+    (vault / "Go.md").unlink()
+    (vault / "Go.md").symlink_to(secret)
+    with pytest.raises(QueryFailed, match=r"Go\.md: leads out of the vault"):
+        _engine_call(vault, "get_note", "Go")
+
+
+def test_status_finds_nothing_stale_right_after_indexing_notes_named_in_nfd(vault):
+    assert _engine_call(vault, "status").stale_notes == 0
+
+
+def test_stats_of_an_indexed_vault_prints_entity_types_as_text(vault):
+    # a frontmatter `type` is an entity type, which stats lists once the vault is indexed: never console markup
+    (vault / "Rust.md").write_text("---\ntype: \"[/]\"\n---\nRust, compare [[Go]].\n", encoding="utf-8")
+    assert invoke("index", str(vault)).exit_code == 0
+    result = invoke("stats", str(vault))
+    assert result.exit_code == 0, result.exception
+    assert "  [/]" in result.stdout
+
+
+# --- cost-estimate ---------------------------------------------------------------------------------------------
+
+
+def test_cost_estimate_prices_a_free_model_at_zero(tmp_path):
+    (tmp_path / "a.md").write_text("A note that mentions [[B]] in passing.\n", encoding="utf-8")
+    result = invoke("cost-estimate", str(tmp_path), "--model", "my-local", "--price-in", "0", "--price-out", "0",
+                    "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["scenarios"]["vanilla"]["usd"] == 0
+
+
+@pytest.mark.parametrize(("where", "setting", "shown"), [
+    ("toml", 'price_in = "cheap"\nprice_out = 1', "'cheap'"),
+    ("toml", "price_in = -3\nprice_out = 1", "-3"),
+    ("toml", "price_in = nan\nprice_out = 1", "nan"),
+    ("prices", '[models.cheap]\ninput = "free"\noutput = 1', "'free'"),
+    ("flags", "", "-1.0"),
+])
+def test_cost_estimate_refuses_a_price_that_is_not_a_number_at_least_zero(tmp_path, where, setting, shown):
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "a.md").write_text("A note that mentions [[B]] in passing.\n", encoding="utf-8")
+    args = ["cost-estimate", str(vault)]
+    if where == "toml":
+        (vault / "wikirag.toml").write_text(f"[cost]\n{setting}\n", encoding="utf-8")
+    elif where == "prices":
+        (tmp_path / "prices.toml").write_text(setting + "\n", encoding="utf-8")
+        (vault / "wikirag.toml").write_text(f'[cost]\nprices_file = "{tmp_path / "prices.toml"}"\nmodel = "cheap"\n',
+                                            encoding="utf-8")
+    else:
+        args += ["--price-in", "-1", "--price-out", "1"]
+    result = invoke(*args)
+    _one_line_error(result, shown, "number ≥ 0")
+    if where == "prices":
+        assert "prices.toml" in result.output
+
+
+# --- export ----------------------------------------------------------------------------------------------------
+
+
+def test_export_into_a_folder_that_does_not_exist_is_one_line(vault, tmp_path):
+    out = tmp_path / "no" / "such" / "graph.graphml"
+    _one_line_error(invoke("export", "--vault", str(vault), "-o", str(out)), str(out), "is not a folder that exists")
+    assert not out.parent.exists()
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc, where no file can be created")
+def test_export_that_cannot_be_written_is_one_line(vault):
+    out = "/proc/wikirag-export.graphml"  # even root cannot write there: chmod would not stop root
+    _one_line_error(invoke("export", "--vault", str(vault), "-o", out), out, "cannot write it")
+
+
+# --- wikirag.toml as people write it ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def plain_vault(tmp_path: Path) -> Path:
+    root = tmp_path / "plain"
+    (root / "drafts").mkdir(parents=True)
+    (root / "a.md").write_text("Alpha links [[b]] in a sentence.\n", encoding="utf-8")
+    (root / "drafts" / "b.md").write_text("A draft.\n", encoding="utf-8")
+    return root
+
+
+def _notes_counted(vault: Path) -> int:
+    result = invoke("stats", str(vault), "--json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)["notes"]
+
+
+def test_a_config_file_saved_with_a_bom_is_read(plain_vault):
+    (plain_vault / "wikirag.toml").write_bytes('\ufeffexclude = ["drafts/**"]\n'.encode())  # Windows Notepad
+    assert _notes_counted(plain_vault) == 1
+
+
+def test_exclude_given_as_one_string_is_one_pattern(plain_vault):
+    # before: a string was read as its characters, each a pattern, and "*" left out every note
+    (plain_vault / "wikirag.toml").write_text('exclude = "drafts/**"\n', encoding="utf-8")
+    assert _notes_counted(plain_vault) == 1
+
+
+@pytest.mark.parametrize("command", ["stats", "doctor", "cost-estimate"])
+def test_exclude_that_is_not_text_is_one_line(plain_vault, command):
+    (plain_vault / "wikirag.toml").write_text("exclude = [1, 2]\n", encoding="utf-8")
+    _one_line_error(invoke(command, str(plain_vault)), "wikirag.toml", "exclude")
+
+
+@pytest.mark.parametrize("setting", ["chunk_token_size = -5", "chunk_token_size = 0",
+                                     "chunk_overlap_token_size = 1200", "chunk_overlap_token_size = -1"])
+def test_chunk_sizes_that_cannot_chunk_are_one_line(plain_vault, setting):
+    (plain_vault / "wikirag.toml").write_text(f"[index]\n{setting}\n", encoding="utf-8")
+    _one_line_error(invoke("cost-estimate", str(plain_vault)), setting.split(" =")[0])
