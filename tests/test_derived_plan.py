@@ -186,3 +186,13 @@ def test_damaged_or_stale_rows_are_not_trusted(tmp_path: Path, monkeypatch):
     got, want, derived = runs.index(other)
     assert len(derived.restored) == len(got.vault.notes) - 1
     _same_plan(got, want)
+
+
+
+def test_the_names_digest_takes_a_lone_surrogate():
+    """Should a lone surrogate reach an entity name (the parser keeps YAML's escapes out of titles today), the
+    rows' context digest is still taken (orjson refuses such text) and still tells names apart."""
+    from wikirag.index.derived import names_key
+
+    odd = names_key({"a.md": "Odd \ud800"}, {})
+    assert len(odd) == 40 and odd != names_key({"a.md": "Odd \ud801"}, {}) != names_key({"a.md": "Odd"}, {})

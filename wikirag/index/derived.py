@@ -16,6 +16,7 @@ Only rows whose content changed are written, so an edit writes a row, not the ta
 from __future__ import annotations
 
 import hashlib
+import json
 import sqlite3
 import zlib
 from pathlib import Path
@@ -43,7 +44,11 @@ _ROUTES = ("inject", "extract", "skip")
 
 def names_key(names: dict[str, str], unresolved: dict[str, str]) -> str:
     """A digest of the entity names and unresolved names a signature reads."""
-    return hashlib.sha1(orjson.dumps([names, unresolved], option=orjson.OPT_SORT_KEYS)).hexdigest()
+    try:
+        text = orjson.dumps([names, unresolved], option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # a lone surrogate (a YAML "\\ud800" escape in a title): orjson refuses it, json escapes it
+        text = json.dumps([names, unresolved], sort_keys=True).encode()
+    return hashlib.sha1(text).hexdigest()
 
 
 def _check(path: str, digest: str, links: str, decision: str, signature: str) -> str:
