@@ -251,6 +251,31 @@ def test_ledger_round_trips_and_writes_only_what_changed(settings):
     assert _rows(settings, "SELECT count(*) FROM wikirag_ledger_notes WHERE workspace = %s", "ledger_rt") == [(0,)]
 
 
+def test_ledger_summaries_come_from_columns_an_older_table_gains_on_its_next_write(settings):
+    """load_summaries reads signature, status, chunk digest and chunk count from columns the server fills
+    (extracting them from every JSONB entry was most of a big ledger's read); a table made before them reads
+    the entries until a write adds them, and both give the same summaries."""
+    store = PostgresLedgerStore(settings, "ledger_summ")
+    doc = _ledger_doc(3)
+    doc["notes"]["notes/Nöte 001.md"].update(signature="s1", status="pending_extraction", chunk_digest="c1")
+    doc["notes"]["notes/Nöte 002.md"]["chunk_ids"] = None  # not a list: no count, and no failed write
+    store.save(doc)
+    with connect(settings) as conn:
+        conn.execute("ALTER TABLE wikirag_ledger_notes DROP COLUMN summary_signature, DROP COLUMN summary_status, "
+                     "DROP COLUMN summary_chunk_digest, DROP COLUMN summary_chunks")
+        conn.commit()
+    old = PostgresLedgerStore(settings, "ledger_summ").load_summaries()
+    assert old[1]["notes/Nöte 001.md"][1:] == ("s1", "pending_extraction", "c1", 1)
+    assert old[1]["notes/Nöte 002.md"][1:] == ("", "indexed", "", 0)
+    store.load_summaries()
+    store.save_rows(old[0], {})  # any write adds the columns
+    columns = _rows(settings, "SELECT count(*) FROM information_schema.columns WHERE table_name = "
+                    "'wikirag_ledger_notes' AND column_name LIKE 'summary%%'")
+    assert columns == [(4,)]
+    assert PostgresLedgerStore(settings, "ledger_summ").load_summaries() == old
+    store.delete()
+
+
 def test_ledger_save_is_all_or_nothing(settings, tmp_path, monkeypatch):
     store = PostgresLedgerStore(settings, "ledger_atomic")
     doc = _ledger_doc(5)

@@ -14,6 +14,7 @@ from typing import Any
 from wikirag.graph.contribution import note_type
 from wikirag.graph.hygiene import EntityNames
 from wikirag.graph.naming import attachment_name, note_entity_names, unresolved_name, unresolved_names
+from wikirag.index.derived import Derived
 from wikirag.index.ledger import Ledger
 from wikirag.lightrag.prompts import prompt_example_names
 from wikirag.lightrag.tokens import get_encoding
@@ -95,17 +96,21 @@ def entity_names_table(vault: Vault, names: dict[str, str], default_type: str) -
 
 def plan_index(config: WikiragConfig, ledger: Ledger, vault: Vault | None = None,
                cache: dict[str, tuple[str, ParsedNote, int]] | None = None, scan: Any = None,
-               previous: Plan | None = None) -> Plan:
+               previous: Plan | None = None, derived: Derived | None = None) -> Plan:
     """What a run will do. `cache` (parsecache) spares re-reading, re-parsing and re-counting unchanged
     notes; `scan` is the run's scan_vault result, so the vault is walked once. `previous` is the last plan
     of the same in-memory vault (`watch`): notes the vault has not touched since keep their token counts
-    and routing decisions."""
+    and routing decisions. `derived` (index.derived, with no `vault` given) does the same from the rows an
+    earlier run saved: a note whose resolutions it restores is not touched and keeps its decision (and
+    signature)."""
     cache = cache or {}
     vault = vault or Vault.load(config.vault, exclude=config.exclude,
                                 parsed={p: (d, n) for p, (d, n, _) in cache.items()},
-                                trusted=getattr(cache, "stats", None), scan=scan)
+                                trusted=getattr(cache, "stats", None), scan=scan, restore=derived)
     touched = vault.take_touched()
-    if previous is not None and previous.vault is vault:
+    if previous is not None and previous.vault is not vault:
+        previous = None
+    if previous is not None:
         cache = {p: (vault.digests[p], None, n) for p, n in previous.body_tokens.items()
                  if p not in touched and p in vault.digests}
     encoder = get_encoding(config.index.encoding)
@@ -116,13 +121,15 @@ def plan_index(config: WikiragConfig, ledger: Ledger, vault: Vault | None = None
     }
     names = note_entity_names(vault.notes)
     unresolved = unresolved_names(vault, names)
-    if previous is not None and previous.vault is vault:
+    if previous is None and derived is not None and derived.restored:
+        previous = derived.previous(vault, names, unresolved, config.llm.model)
+    figures: dict[str, tuple[int, int, int]] = {}
+    if previous is not None:  # the figures of the notes routed again are recorded (parsecache)
         again = sorted(p for p in vault.notes if p in touched or p not in previous.decisions)
         decisions = {p: d for p, d in previous.decisions.items() if p in vault.notes and p not in touched}
         decisions.update(route_vault(_Part(vault, again), config.route, config.route_overrides,
-                                     encoding=config.index.encoding, body_tokens=body_tokens))
+                                     encoding=config.index.encoding, body_tokens=body_tokens, figures=figures))
         decisions = dict(sorted(decisions.items()))
-        figures: dict[str, tuple[int, int, int]] = {}
     else:  # the character figures of notes whose text the cache knows are not measured again
         figures = cache.valid_figures(vault.digests) if hasattr(cache, "valid_figures") else {}
         decisions = route_vault(vault, config.route, config.route_overrides, encoding=config.index.encoding,
@@ -135,7 +142,7 @@ def plan_index(config: WikiragConfig, ledger: Ledger, vault: Vault | None = None
             (names[p], note_type(n, default_type), sorted(n.aliases)) for p, n in vault.notes.items()))
     # Without an LLM a signature reads only the note, its links and the names: when no name changed, an
     # untouched note keeps its signature (with one, hints read linked notes' text: always recompute).
-    reuse = (previous is not None and previous.vault is vault and not plan.llm_model
+    reuse = (previous is not None and not plan.llm_model
              and previous.names == names and previous.unresolved == unresolved)
     for path in sorted(vault.notes):
         decision = decisions[path]

@@ -22,6 +22,7 @@ from typing import Any
 
 from wikirag.errors import StoreMismatch, VaultNotFound, WikiragError
 from wikirag.index.apply import run_plan
+from wikirag.index.derived import load_derived, save_derived
 from wikirag.index.ledger import Ledger
 from wikirag.index.lexical import search_files_ready, sync_after_run
 from wikirag.index.live import LiveRun
@@ -177,7 +178,9 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
         _check_store(ledger, config)
         ledger.meta.update(carried)
         cache = load_parse_cache(config.workspace_dir, config.index.encoding) if vault is None else {}
-        plan = plan_index(config, ledger, vault, cache, scan=scan, previous=state.plan if state else None)
+        derived = load_derived(config.workspace_dir, _config_key(config)) if vault is None else None
+        plan = plan_index(config, ledger, vault, cache, scan=scan, previous=state.plan if state else None,
+                          derived=derived)
         if state is not None:
             state.ledger, state.plan = ledger, plan
             ledger.entity_index()  # built once, then kept current: each batch looks its names up
@@ -186,6 +189,7 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
         if vault is None:  # writes only the rows of notes that changed
             save_parse_cache(config.workspace_dir, config.index.encoding, plan.vault.notes, plan.vault.digests,
                              plan.body_tokens, cache, plan.vault.stats, plan.vault.clean, plan.figures)
+            save_derived(config.workspace_dir, _config_key(config), plan, derived)
         progress("scan", 1, 1)
         fill_plan_counts(report, plan, ledger)
         if budget_usd is not None and plan.llm_model:

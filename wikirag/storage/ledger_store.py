@@ -127,9 +127,10 @@ class PostgresLedgerStore:
             if head is None:
                 self._known, self._revision = {}, 0
                 return None
+            fields = (_SUMMARY_FIELDS if _summary_columns(conn) else
+                      f"entry->>'signature', entry->>'status', entry->>'chunk_digest', {_CHUNKS}")
             rows = conn.execute(
-                "SELECT path, digest, entry->>'signature', entry->>'status', entry->>'chunk_digest', "
-                "jsonb_array_length(entry->'chunk_ids') FROM wikirag_ledger_notes WHERE workspace = %s "
+                f"SELECT path, digest, {fields} FROM wikirag_ledger_notes WHERE workspace = %s "
                 'ORDER BY path COLLATE "C"', (self.workspace,)).fetchall()
         self._revision = head[1]
         self._known = {path: digest for path, digest, *_ in rows}
@@ -269,10 +270,32 @@ def _ledger_tables_exist(conn: Any) -> bool:
 
 
 def _ensure_ledger_tables(conn: Any) -> None:
-    if not _ledger_tables_exist(conn):
+    if not _summary_columns(conn):  # (made with the tables, so they exist too)
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(hashtext('wikirag:schema'))")
             conn.execute(_LEDGER_DDL)
+            conn.execute(_SUMMARY_DDL)
+
+
+# What load_summaries reads of every row, kept in columns the server fills on each write: extracting them from
+# the JSONB entries made it decompress every row (80 ms of a 13,000-note run's 130 ms read).
+_SUMMARY_DDL = """
+ALTER TABLE wikirag_ledger_notes
+    ADD COLUMN IF NOT EXISTS summary_signature text GENERATED ALWAYS AS (entry->>'signature') STORED,
+    ADD COLUMN IF NOT EXISTS summary_status text GENERATED ALWAYS AS (entry->>'status') STORED,
+    ADD COLUMN IF NOT EXISTS summary_chunk_digest text GENERATED ALWAYS AS (entry->>'chunk_digest') STORED,
+    ADD COLUMN IF NOT EXISTS summary_chunks integer GENERATED ALWAYS AS ({chunks}) STORED
+"""
+_CHUNKS = "CASE WHEN jsonb_typeof(entry->'chunk_ids') = 'array' THEN jsonb_array_length(entry->'chunk_ids') END"
+_SUMMARY_DDL = _SUMMARY_DDL.format(chunks=_CHUNKS)
+_SUMMARY_FIELDS = "summary_signature, summary_status, summary_chunk_digest, summary_chunks"
+
+
+def _summary_columns(conn: Any) -> bool:
+    """Whether the notes table has the summary columns (a table made by an older wikirag gets them on its next
+    write; until then reads extract the fields from the entries)."""
+    return conn.execute("SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attname = 'summary_chunks' "
+                        "AND attrelid = to_regclass('wikirag_ledger_notes') AND NOT attisdropped)").fetchone()[0]
 
 
 def ledger_store(settings: StorageSettings, workspace_dir: Path, workspace: str) -> LedgerStore:

@@ -1,5 +1,6 @@
 """wikirag's own state in one SQLite file in the workspace folder (`wikirag_index.sqlite`, WAL): the ledger as
-one row per note, the parse cache as one row per note, and small documents (ledger head, manifest).
+one row per note, the parse cache and planning's derived data (index.derived) as one row per note, and small
+documents (ledger head, manifest).
 
 Why SQLite (stdlib `sqlite3`): a change of one note writes that note's rows in one transaction instead of
 rewriting a 13 MB JSON document, and a commit is atomic and durable (WAL, synchronous=FULL) the way the old
@@ -30,6 +31,8 @@ CREATE TABLE IF NOT EXISTS parsed_notes (path TEXT PRIMARY KEY, digest TEXT NOT 
                                          tokens INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS parsed_figures (path TEXT PRIMARY KEY, digest TEXT NOT NULL, body INTEGER NOT NULL,
                                            prose INTEGER NOT NULL, covered INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS derived_notes (path TEXT PRIMARY KEY, digest TEXT NOT NULL, links TEXT NOT NULL,
+                                          decision TEXT NOT NULL, signature TEXT NOT NULL, checksum TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS parsed_stats (path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
                                          written_ns INTEGER NOT NULL);
 """

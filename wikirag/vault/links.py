@@ -57,8 +57,19 @@ class LinkIndex:
         self._by_name: dict[str, list[str]] = {}
         self._by_path: dict[str, list[str]] = {}
         self._resolved: dict[str, Resolution] = {}
-        for path in paths:
-            self.add(path)
+        by_name, by_path = self._by_name, self._by_path
+        for path in dict.fromkeys(paths):  # as `add` does for each, minus its checks (each path comes once)
+            key = path.casefold() if path.isascii() else fold(path)
+            keys = (key, key[:-3]) if is_note(path) else (key,)
+            # NFC and casefold work character by character and never touch "/": the folded name is the
+            # last segment of the folded path
+            for table, k in ((by_path, keys[0]), (by_path, keys[-1]), (by_name, keys[0].rsplit("/", 1)[-1]),
+                             (by_name, keys[-1].rsplit("/", 1)[-1])):
+                bucket = table.get(k)
+                if bucket is None:
+                    table[k] = [path]
+                elif bucket[-1] != path:
+                    bucket.append(path)
 
     def __contains__(self, path: str) -> bool:
         return path in self._by_path.get(fold(path), ())

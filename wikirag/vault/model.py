@@ -5,10 +5,12 @@ targets, kept current file by file (`update_file`, `remove_file`) for `watch`.
 from __future__ import annotations
 
 import gc
+import hashlib
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from wikirag.errors import VaultNotFound
 from wikirag.markdown.parse import parse_note
@@ -23,6 +25,8 @@ class Vault:
 
     Built once by `Vault.load`; `update_file` / `remove_file` change one file and re-resolve only the
     links whose target names that file (found through a name -> linking notes index), never the vault.
+    The name index and the backlink bookkeeping are built on first use: `wikirag index` restores most
+    notes' resolutions (`Vault.load`'s `restore`) and never asks for either.
     """
 
     def __init__(self, root: Path, rules: IgnoreRules | None = None, max_bytes: int = MAX_NOTE_BYTES) -> None:
@@ -38,7 +42,9 @@ class Vault:
         self.stats: dict[str, tuple[int, int]] = {}  # note -> (size, mtime_ns) as scanned by `load`
         self.clean: set[str] = set()  # notes read without a problem by `load` (or taken from `trusted`)
         self.touched: set[str] = set()  # notes parsed, relinked or removed since the last `take_touched()`
-        self._index = LinkIndex()
+        self.paths_digest = ""  # of the note and attachment paths links resolve among (`load`)
+        self._index: LinkIndex | None = None  # built on first use (`_links`)
+        self._book = False  # whether the four tables below are built (`_ensure_book`)
         self._outgoing: dict[str, list[tuple[WikiLink, Resolution]]] = {}
         self._targets: dict[str, set[str]] = {}  # note -> files its links resolve to (itself excluded)
         self._backlinks: dict[str, set[str]] = {}  # file -> notes linking to it
@@ -49,7 +55,7 @@ class Vault:
     def load(cls, root: Path, exclude: Sequence[str] = (), *, max_bytes: int = MAX_NOTE_BYTES,
              parsed: Mapping[str, tuple[str, ParsedNote]] | None = None,
              trusted: Mapping[str, tuple[int, int]] | None = None, scan: ScanResult | None = None,
-             texts: dict[str, str] | None = None) -> Vault:
+             texts: dict[str, str] | None = None, restore: Any = None) -> Vault:
         """Scan, read, parse and resolve a whole vault. Raises VaultNotFound when `root` is no folder.
 
         `parsed` maps a path to (digest, ParsedNote) from an earlier run: a note whose bytes still have
@@ -57,7 +63,11 @@ class Vault:
         (size, mtime_ns) equals its `trusted` entry is not even read: the `parsed` digest stands (the caller
         vouches that the stat data is not racy). `scan` is a `scan_vault` result of the same folder and
         `exclude`, to walk the vault once. `texts`, when given, receives the text of each note read without
-        problems (cost-estimate prices stock LightRAG on the files as read, without reading them again)."""
+        problems (cost-estimate prices stock LightRAG on the files as read, without reading them again).
+        `restore` (index.derived) offers resolutions saved by an earlier run: when its `paths_digest` equals
+        this vault's, `restore.outgoing(path, digest, note)` gives a note's (link, Resolution) pairs or None,
+        and a note it gives them for is not resolved again (nor `touched`): a link's resolution depends only
+        on its text, its note's path and the set of paths."""
         root = Path(root)
         if not root.is_dir():
             raise VaultNotFound(f"vault folder not found: {root}")
@@ -91,15 +101,20 @@ class Vault:
                     vault.digests[note.path] = read.digest
                     vault._abs[note.path] = note.disk_path
             vault.attachments = set(scan.attachments)
-            for path in (*vault.notes, *scan.attachments):
-                vault._index.add(path)
-            for path in vault.notes:
-                vault._link(path)
+            vault.paths_digest = paths_digest(vault.notes, vault.attachments)
+            if restore is not None and restore.paths_digest != vault.paths_digest:
+                restore = None
+            for path, note in vault.notes.items():
+                pairs = restore.outgoing(path, vault.digests[path], note) if restore is not None else None
+                if pairs is None:
+                    vault._link(path)
+                else:
+                    vault._outgoing[path] = pairs
         return vault
 
     # -- queries ----------------------------------------------------------------------------------------
     def resolve(self, from_path: str, link: WikiLink) -> Resolution:
-        return self._index.resolve(link, from_path)
+        return self._links().resolve(link, from_path)
 
     def abs_path(self, path: str) -> Path:
         """Where a note lives on disk (its own spelling there, e.g. NFD on macOS)."""
@@ -112,6 +127,7 @@ class Vault:
 
     def backlinks(self, path: str) -> set[str]:
         """Notes with a link that resolves to `path` (a note linking to itself is not counted)."""
+        self._ensure_book()
         return set(self._backlinks.get(path, ()))
 
     def unresolved(self) -> dict[str, set[str]]:
@@ -125,7 +141,7 @@ class Vault:
 
     def duplicate_names(self) -> list[list[str]]:
         """Groups of notes that share a name (so bare links to that name need the tie-break)."""
-        return self._index.duplicate_names()
+        return self._links().duplicate_names()
 
     # -- changes ----------------------------------------------------------------------------------------
     def update_file(self, rel: str) -> list[ReadIssue]:
@@ -134,6 +150,7 @@ class Vault:
         Returns the file's read issues (they also replace its earlier ones in `issues`). A path that is
         excluded, gone, or outside the vault through a symlink is removed from the model instead.
         """
+        self._ensure_book()
         disk_rel = rel.replace(os.sep, "/").strip("/")
         path = nfc(disk_rel)
         disk = self._abs.get(path)
@@ -166,6 +183,7 @@ class Vault:
 
     def remove_file(self, rel: str) -> None:
         """Forget a deleted note or attachment (or every file under a deleted folder)."""
+        self._ensure_book()
         path = nfc(rel.replace(os.sep, "/").strip("/"))
         if path in self.notes or path in self.attachments:
             gone = [path]
@@ -186,19 +204,38 @@ class Vault:
     def _within_vault(self, abs_path: Path) -> bool:
         return inside_folder(os.path.realpath(abs_path), self._real_root)
 
-    def _link(self, source: str) -> None:
-        """(Re)resolve one note's links and update backlinks and the name index."""
-        self._unlink(source)
-        self.touched.add(source)
-        resolve = self._index.resolve
-        links = self.notes[source].links
-        pairs = [(link, resolve(link, source)) for link in links]
+    def _links(self) -> LinkIndex:
+        """The name and path index of the vault's files, built on first use."""
+        if self._index is None:
+            self._index = LinkIndex((*self.notes, *self.attachments))
+        return self._index
+
+    def _ensure_book(self) -> None:
+        """Build backlinks and the name -> linking notes index from the resolutions (what `watch` needs to
+        re-resolve only the notes a changed file concerns), once."""
+        if self._book:
+            return
+        self._links()
+        self._book = True
+        for source, pairs in self._outgoing.items():
+            self._note_book(source, pairs)
+
+    def _note_book(self, source: str, pairs: list[tuple[WikiLink, Resolution]]) -> None:
         targets = {res.path for _, res in pairs if res.path and res.status != "self"}
-        names = {link_name_key(target) for target in {link.target for link in links} if target}
-        self._outgoing[source] = pairs
+        names = {link_name_key(target) for target in {link.target for link, _ in pairs} if target}
         self._targets[source], self._names[source] = targets, names
         _add_to(self._backlinks, targets, source)
         _add_to(self._waiting, names, source)
+
+    def _link(self, source: str) -> None:
+        """(Re)resolve one note's links and update backlinks and the name index (when built)."""
+        self._unlink(source)
+        self.touched.add(source)
+        resolve = self._links().resolve
+        pairs = [(link, resolve(link, source)) for link in self.notes[source].links]
+        self._outgoing[source] = pairs
+        if self._book:
+            self._note_book(source, pairs)
 
     def _unlink(self, source: str) -> None:
         self._outgoing.pop(source, None)
@@ -208,7 +245,7 @@ class Vault:
             _discard(self._waiting, name, source)
 
     def _added(self, path: str) -> None:
-        self._index.add(path)
+        self._links().add(path)
         self._relink(path)
 
     def _forget(self, path: str) -> None:
@@ -219,7 +256,7 @@ class Vault:
             self._abs.pop(path, None)
             self._unlink(path)
         self.attachments.discard(path)
-        self._index.remove(path)
+        self._links().remove(path)
         self._relink(path)
 
     def _relink(self, path: str) -> None:
@@ -230,6 +267,13 @@ class Vault:
         for source in sorted(affected):
             if source in self.notes:
                 self._link(source)
+
+
+def paths_digest(notes: Iterable[str], attachments: Iterable[str]) -> str:
+    """A digest of the set of note and attachment paths: what every link resolution depends on besides the
+    link and its note's path."""
+    text = "\n".join(sorted(notes)) + "\n\0\n" + "\n".join(sorted(attachments))
+    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @contextmanager

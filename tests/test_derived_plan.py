@@ -1,0 +1,198 @@
+"""`wikirag index` restores each note's resolutions, routing decision and signature from the rows an earlier run
+saved (index.derived): a plan made that way equals a plan made from scratch, and the store it leaves equals a
+fresh index, whatever was edited between the runs. Damaged or stale rows are not trusted."""
+
+from __future__ import annotations
+
+import json
+import random
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+import wikirag.index.run as run_module
+from tests.storekit import HashEmbedding, copy_vault, snapshot
+from wikirag.index.derived import load_derived
+from wikirag.index.ledger import Ledger
+from wikirag.index.planning import plan_index
+from wikirag.settings import load_config
+
+SAMPLE = Path(__file__).resolve().parent.parent / "sample_vault"
+
+
+def _same_plan(got, want) -> None:
+    assert got.names == want.names
+    assert got.unresolved == want.unresolved
+    assert got.signatures == want.signatures
+    assert got.body_tokens == want.body_tokens
+    assert got.decisions == want.decisions  # routes, reasons, features, sections
+    assert (got.new, got.changed, got.unchanged, got.deleted, got.skipped) == (
+        want.new, want.changed, want.unchanged, want.deleted, want.skipped)
+    assert {p: got.vault.outgoing(p) for p in got.vault.notes} == {p: want.vault.outgoing(p) for p in want.vault.notes}
+
+
+class _Runs:
+    """Index runs of one vault that record each run's plan and what its saved rows restored."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.plans: list = []
+        self.derived: list = []
+        real_plan, real_load = run_module.plan_index, run_module.load_derived
+        monkeypatch.setattr(run_module, "plan_index",
+                            lambda *a, **k: self.plans.append(real_plan(*a, **k)) or self.plans[-1])
+        monkeypatch.setattr(run_module, "load_derived",
+                            lambda *a: self.derived.append(real_load(*a)) or self.derived[-1])
+        self.embedding = HashEmbedding().func()
+
+    def index(self, config) -> tuple:
+        """Run `index`; return its plan, the plan made from scratch against the same ledger, and its rows."""
+        want = plan_index(config, Ledger.load(run_module.open_ledger_store(config)))
+        self.plans.clear()
+        report = run_module.run_index(config, embedding_func=self.embedding)
+        if not self.plans:  # nothing changed on disk: answered from the manifest, no plan made
+            assert not (want.new or want.changed or want.deleted) and not report.notes_indexed
+            return want, want, self.derived[-1]
+        return self.plans[-1], want, self.derived[-1]
+
+
+def _note(rng: random.Random, vault: Path) -> Path:
+    return rng.choice(sorted(p for p in vault.rglob("*.md") if ".wikirag" not in p.parts))
+
+
+def _edit(rng: random.Random, vault: Path, step: int) -> str:
+    """One random change to the vault; returns its kind."""
+    kind = rng.choice(["text", "link", "title", "alias", "new resolving", "new twin", "delete", "rename",
+                       "attachment added", "attachment removed", "route", "config"])
+    note = _note(rng, vault)
+    text = note.read_text()
+    if kind == "text":
+        note.write_text(text + f"\n\nA new paragraph {step} about nothing linked at all, long enough to be prose.\n")
+    elif kind == "link":
+        target = rng.choice([_note(rng, vault).stem, f"Not yet written {step}", "Index", "shared name"])
+        note.write_text(text + f"\nSee [[{target}]] and [[{target}#Part|that part]].\n")
+    elif kind in ("title", "alias"):
+        key = "title" if kind == "title" else "aliases"
+        value = f"Retitled {step}" if kind == "title" else f"[Alias {step}, {_note(rng, vault).stem}]"
+        body = text.split("---\n", 2)[2] if text.startswith("---\n") and text.count("---\n") >= 2 else text
+        note.write_text(f"---\n{key}: {value}\n---\n{body}")
+    elif kind == "new resolving":
+        (vault / f"Not yet written {rng.randint(0, step)}.md").write_text(f"Now it exists. [[{note.stem}]]\n")
+    elif kind == "new twin":
+        folder = vault / rng.choice(["people", "concepts", "twins"])
+        folder.mkdir(exist_ok=True)
+        (folder / f"{note.stem}.md").write_text(f"A second note named {note.stem}, linking [[shared name]].\n")
+    elif kind == "delete":
+        note.unlink()
+    elif kind == "rename":
+        note.rename(note.with_name(f"Renamed {step} {note.name}"))
+    elif kind == "attachment added":
+        (vault / "attachments").mkdir(exist_ok=True)
+        (vault / "attachments" / f"shared name {step}.png").write_bytes(b"\x89PNG\r\n")
+        note.write_text(text + f"\n![[shared name {step}.png]]\n")
+    elif kind == "attachment removed":
+        pictures = sorted((vault / "attachments").glob("*")) if (vault / "attachments").is_dir() else []
+        if pictures:
+            rng.choice(pictures).unlink()
+    elif kind == "route":
+        note.write_text(f"---\nwikirag: {rng.choice(['skip', 'extract', 'inject'])}\n---\n" + text)
+    return kind
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_an_index_from_saved_rows_plans_and_stores_what_a_fresh_one_does(tmp_path: Path, monkeypatch, seed: int):
+    vault = copy_vault(SAMPLE, tmp_path / "vault")
+    rng = random.Random(seed)
+    runs = _Runs(monkeypatch)
+    overrides: list[str] = []
+    config = load_config(vault)
+    runs.index(config)
+    restored = 0
+    for step in range(10):
+        kinds = [_edit(rng, vault, step) for _ in range(rng.choice([1, 1, 2]))]
+        if "config" in kinds:  # a route override between runs: decisions of every note are stale
+            overrides = [] if overrides else [rng.choice(["daily/*=skip", "people/*=extract", "inject"])]
+        config = load_config(vault, route_overrides=overrides)
+        got, want, derived = runs.index(config)
+        _same_plan(got, want)
+        restored += len(derived.restored & derived.decided & derived.signed)
+        if step % 5 == 4:  # the store equals an index made from scratch
+            fresh = load_config(vault, store=tmp_path / f"fresh{step}", route_overrides=overrides)
+            run_module.run_index(fresh, embedding_func=runs.embedding)
+            assert snapshot(config) == snapshot(fresh), kinds
+    assert restored > 0  # the rows were used, not only written
+
+
+def _rows(config) -> sqlite3.Connection:
+    return sqlite3.connect(config.workspace_dir / "wikirag_index.sqlite", isolation_level=None)
+
+
+def test_damaged_or_stale_rows_are_not_trusted(tmp_path: Path, monkeypatch):
+    vault = copy_vault(SAMPLE, tmp_path / "vault")
+    runs = _Runs(monkeypatch)
+    config = load_config(vault)
+    got, _, _ = runs.index(config)
+    note = next(p for p in sorted(vault.rglob("*.md")) if "[[" in p.read_text())
+    rel = note.relative_to(vault).as_posix()
+    edited = next(p for p in sorted(vault.rglob("*.md")) if p != note)
+
+    # hand-edited: another valid-looking resolution and decision for one note; the row's checksum no longer fits
+    db = _rows(config)
+    links, decision = db.execute("SELECT links, decision FROM derived_notes WHERE path = ?", (rel,)).fetchone()
+    items = json.loads(links)
+    first = next(item for item in items if item[0] == "r")
+    first[1] = next(p for p in sorted(got.vault.notes) if p not in (rel, first[1]))
+    route = json.loads(decision)
+    route[0] = "skip" if route[0] != "skip" else "inject"
+    db.execute("UPDATE derived_notes SET links = ?, decision = ? WHERE path = ?",
+               (json.dumps(items, separators=(",", ":")), json.dumps(route, separators=(",", ":")), rel))
+    db.close()
+    edited.write_text(edited.read_text() + "\nEdited.\n")
+    got, want, derived = runs.index(config)
+    assert rel not in derived.restored and len(derived.restored) > 10
+    _same_plan(got, want)
+
+    # another path set: a note added, no resolution is taken from the rows
+    (vault / "A new note.md").write_text("New. [[Index]]\n")
+    got, want, derived = runs.index(config)
+    assert not derived.restored
+    _same_plan(got, want)
+
+    # another config: resolutions are restored, decisions and signatures are not
+    edited.write_text(edited.read_text() + "\nEdited again.\n")
+    other = load_config(vault, route_overrides=["inject"])
+    got, want, derived = runs.index(other)
+    assert derived.restored and not derived.decided and not derived.signed
+    _same_plan(got, want)
+
+    # a context document naming this path set over rows of another: a bogus key is not believed blindly either
+    db = _rows(other)
+    db.execute("UPDATE docs SET value = '{\"version\": 999}' WHERE name = 'derived_notes'")
+    db.close()
+    assert not load_derived(other.workspace_dir, run_module._config_key(other)).paths_digest
+    got, want, derived = runs.index(other)
+    assert not derived.restored
+    _same_plan(got, want)
+
+    # a damaged table: ignored, and rebuilt by the run
+    db = _rows(other)
+    db.execute("UPDATE derived_notes SET links = '[not json', checksum = 'x'")
+    db.close()
+    edited.write_text(edited.read_text() + "\nAnd again.\n")
+    got, want, derived = runs.index(other)
+    assert not derived.restored
+    _same_plan(got, want)
+    edited.write_text(edited.read_text() + "\nOnce more.\n")
+    got, want, derived = runs.index(other)
+    assert len(derived.restored) == len(got.vault.notes) - 1
+    _same_plan(got, want)
+
+
+
+def test_the_names_digest_takes_a_lone_surrogate():
+    """Should a lone surrogate reach an entity name (the parser keeps YAML's escapes out of titles today), the
+    rows' context digest is still taken (orjson refuses such text) and still tells names apart."""
+    from wikirag.index.derived import names_key
+
+    odd = names_key({"a.md": "Odd \ud800"}, {})
+    assert len(odd) == 40 and odd != names_key({"a.md": "Odd \ud801"}, {}) != names_key({"a.md": "Odd"}, {})
