@@ -76,6 +76,18 @@ def test_lone_surrogates_in_the_question_are_replaced(vault, command):
     assert data.get("question", data.get("query")) == "Go language caf\ufffd"
 
 
+@pytest.mark.parametrize("command", ["query", "search"])
+def test_a_question_in_nfd_is_taken_as_nfc(vault, command):
+    # as macOS hands over a pasted file name: "café" with a combining accent
+    nfd = unicodedata.normalize("NFD", "Go language café")
+    result = invoke(command, nfd, "--vault", str(vault), "-m", "naive", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data.get("question", data.get("query")) == "Go language caf\u00e9"
+    if command == "query":  # the keywords keep the whole word, not "caf" and a lone accent
+        assert "café" in " ".join(kw for kws in data["keywords"].values() for kw in kws)
+
+
 def test_resolve_tries_a_name_whole_before_reading_link_syntax():
     table = NoteTable({p: {"title": Path(p).stem} for p in ("C#.md", "C.md", "a|b.md", " pad .md", "x.md")})
     assert table.resolve("C#") == "C#.md"
@@ -237,3 +249,16 @@ def test_exclude_that_is_not_text_is_one_line(plain_vault, command):
 def test_chunk_sizes_that_cannot_chunk_are_one_line(plain_vault, setting):
     (plain_vault / "wikirag.toml").write_text(f"[index]\n{setting}\n", encoding="utf-8")
     _one_line_error(invoke("cost-estimate", str(plain_vault)), setting.split(" =")[0])
+
+
+@pytest.mark.parametrize("setting", ["batch_size = 0", "gleaning = -1", "pack_max_tokens = -300"])
+def test_index_counts_below_their_floor_are_one_line(plain_vault, setting):
+    (plain_vault / "wikirag.toml").write_text(f"[index]\n{setting}\n", encoding="utf-8")
+    for command in (["index", str(plain_vault)], ["cost-estimate", str(plain_vault)]):
+        _one_line_error(invoke(*command), setting.split(" =")[0])
+
+
+@pytest.mark.parametrize("flag", ["--top-k", "--chunk-top-k", "--max-tokens"])
+def test_query_numbers_below_one_are_refused(plain_vault, flag):
+    result = invoke("query", "Who?", "--vault", str(plain_vault), flag, "-1")
+    assert result.exit_code == 2 and "Traceback" not in result.output and flag in result.output

@@ -321,6 +321,10 @@ def load_config(
         raise ConfigError(f"[index] chunk_token_size = {index.chunk_token_size}, chunk_overlap_token_size = "
                           f"{index.chunk_overlap_token_size}: the size must be at least 1 and the overlap from 0 "
                           "to less than the size")
+    for key in ("batch_size", "gleaning", "pack_max_tokens"):
+        value, least = getattr(index, key), 1 if key == "batch_size" else 0
+        if value < least:
+            raise ConfigError(f"[index] {key} = {value}: must be at least {least}")
     return WikiragConfig(
         vault=vault,
         store=store_path,

@@ -162,9 +162,9 @@ def query(
     ] = None,
     store: StoreOpt = None,
     config_file: ConfigOpt = None,
-    top_k: Annotated[int | None, typer.Option("--top-k", help="Entities/relations to retrieve.")] = None,
-    chunk_top_k: Annotated[int | None, typer.Option("--chunk-top-k", help="Chunks to retrieve.")] = None,
-    max_tokens: Annotated[int | None, typer.Option("--max-tokens", help="Token budget for the context.")] = None,
+    top_k: Annotated[int | None, typer.Option("--top-k", min=1, help="Entities/relations to retrieve.")] = None,
+    chunk_top_k: Annotated[int | None, typer.Option("--chunk-top-k", min=1, help="Chunks to retrieve.")] = None,
+    max_tokens: Annotated[int | None, typer.Option("--max-tokens", min=1, help="Token budget for the context.")] = None,
     response_type: Annotated[
         str | None, typer.Option("--response-type", help='Answer shape, e.g. "Bullet Points".')
     ] = None,

@@ -36,6 +36,12 @@ def without_surrogates(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text)
 
 
+def as_question(text: str) -> str:
+    """A question as the library takes it: without lone surrogates, and in NFC as the vault's names are (a
+    question typed or pasted in NFD, as macOS file names are, would split "école" at its combining accent)."""
+    return unicodedata.normalize("NFC", without_surrogates(text))
+
+
 @dataclass
 class NoteTable:
     """Per note path: title, entity, aliases, entities, tags, status, doc_id, chunks."""

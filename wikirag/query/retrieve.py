@@ -21,7 +21,7 @@ from wikirag.errors import QueryFailed, StoreNotFound
 from wikirag.index.store_model import adopt_store_embedding
 from wikirag.lightrag.engine import open_engine
 from wikirag.lightrag.query import query_param, too_short_for_retrieval
-from wikirag.query.notes import NoteTable, obsidian_uri, read_note_table, without_surrogates
+from wikirag.query.notes import NoteTable, as_question, obsidian_uri, read_note_table
 from wikirag.settings import STORE_DIRNAME, WikiragConfig
 
 if TYPE_CHECKING:
@@ -165,7 +165,7 @@ async def query_store(
     keeps LightRAG's own source order."""
     if mode not in MODES:
         raise QueryFailed(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
-    question = without_surrogates(question)
+    question = as_question(question)
     if not question.strip():
         raise QueryFailed("the question is empty")
     # without an open store: check there is one, and embed the question with the store's own model

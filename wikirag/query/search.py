@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from wikirag.errors import QueryFailed
 from wikirag.index.lexical import tokenize
 from wikirag.markdown.chunking import heading_path
-from wikirag.query.notes import NoteTable, obsidian_uri, without_surrogates
+from wikirag.query.notes import NoteTable, as_question, obsidian_uri
 from wikirag.query.ranking import FUSION, fuse, note_rankings, rrf
 from wikirag.vault.read import read_vault_note
 
@@ -108,7 +108,7 @@ async def search_notes(config: WikiragConfig, query: str, *, notes: NoteTable, l
     """Fuse names, BM25 and LightRAG retrieval; `rag` is an open engine (one is opened when None)."""
     if mode not in SEARCH_MODES:
         raise QueryFailed(f"unknown search mode {mode!r}; choose one of {', '.join(SEARCH_MODES)}")
-    query = without_surrogates(query)
+    query = as_question(query)
     if not query.strip():
         raise QueryFailed("the query is empty")
     limit = max(1, limit)
