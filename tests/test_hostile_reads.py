@@ -262,3 +262,23 @@ def test_index_counts_below_their_floor_are_one_line(plain_vault, setting):
 def test_query_numbers_below_one_are_refused(plain_vault, flag):
     result = invoke("query", "Who?", "--vault", str(plain_vault), flag, "-1")
     assert result.exit_code == 2 and "Traceback" not in result.output and flag in result.output
+
+
+def test_a_long_note_is_read_in_pages_and_a_hub_s_neighbours_are_capped(vault):
+    body = "".join(f"Paragraph {i} links [[Go]] and [[Hub {i}]].\n\n" for i in range(3000))
+    (vault / "Hub.md").write_text("---\ntags: [hub]\n---\n" + body, encoding="utf-8")
+    assert runner.invoke(app, ["index", str(vault)]).exit_code == 0
+    whole = _engine_call(vault, "get_note", "Hub")
+    assert whole.next_offset is None and whole.total_chars == len(whole.content) > 100_000
+    pages, offset = [], 0
+    while offset is not None:
+        page = _engine_call(vault, "get_note", "Hub", offset, 40_000)
+        assert len(page.content) <= 40_000 and page.total_chars == whole.total_chars
+        assert page.properties == {"tags": ["hub"]}  # every page: the frontmatter of the whole note
+        pages.append(page.content)
+        offset = page.next_offset
+    assert "".join(pages) == whole.content and len(pages) == -(-whole.total_chars // 40_000)
+    capped = _engine_call(vault, "neighbors", "Hub", 1, 100)
+    assert len(capped.links) == 100 and capped.links_total == 3001  # Go and the 3,000 unresolved hubs
+    full = _engine_call(vault, "neighbors", "Hub", 1)
+    assert capped.links == full.links[:100] and len(full.links) == full.links_total

@@ -90,6 +90,11 @@ async def test_every_tool_over_stdio(built_vault):
         note = r.structured_content
         assert note["path"] == "people/Alan Turing.md" and "Turing" in note["content"]
         assert isinstance(note["properties"], dict) and note["obsidian_uri"].endswith("Alan%20Turing")
+        assert note["next_offset"] is None and note["total_chars"] == len(note["content"]) > 1000
+        r = await session.call_tool("get_note", {"path_or_title": "turing", "offset": 1000, "max_chars": 1000})
+        page = r.structured_content  # a page: the characters from 1000, the rest's offset when there is one
+        assert page["content"] == note["content"][1000:2000]
+        assert page["next_offset"] == (2000 if note["total_chars"] > 2000 else None)
 
         r = await session.call_tool("neighbors", {"note": "Bombe", "depth": 2})
         n = r.structured_content
@@ -97,6 +102,9 @@ async def test_every_tool_over_stdio(built_vault):
         assert any(link["note"] == "people/Alan Turing.md" and link["origin"] == "link" for link in n["links"])
         assert any(b["note"] == "people/Gordon Welchman.md" for b in n["backlinks"])
         assert n["graph"] and all(g["depth"] == 2 for g in n["graph"])
+        r = await session.call_tool("neighbors", {"note": "Bombe", "depth": 2, "limit": 1})
+        capped = r.structured_content
+        assert len(capped["graph"]) == 1 and capped["graph_total"] == len(n["graph"]) > 1
 
         r = await session.call_tool("status", {})
         status = r.structured_content

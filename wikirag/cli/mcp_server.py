@@ -54,7 +54,8 @@ Hit = output_model(SearchHit, "Hit", matched_by="rankings that found it: names, 
 SearchOut = output_model(SearchResult, "SearchOut", types={"hits": list[Hit]})
 Source = output_model(retrieve.Source, "Source",
                       found_by="lightrag (its context), lexical (BM25), names (named in the question)")
-NoteOut = output_model(NoteText, "NoteOut")
+NoteOut = output_model(NoteText, "NoteOut", next_offset="call again with offset = next_offset for the rest; "
+                       "null: the content reaches the end of the note")
 LinkOut = output_model(Link, "LinkOut", origin="link: from wikilinks/frontmatter; llm: extracted")
 NeighboursOut = output_model(Neighbours, "NeighboursOut", types={"links": list[LinkOut], "backlinks": list[LinkOut]})
 StatusOut = output_model(StoreStatus, "StatusOut", stale_notes="notes changed in the vault since the last run")
@@ -198,10 +199,13 @@ def build_server(config: WikiragConfig, *, watch: bool = False, llm_func: Any = 
     async def get_note(
         path_or_title: Annotated[str, Field(min_length=1, description="Vault path, title, alias or [[link]]")],
         ctx: Context,
+        offset: Annotated[int, Field(ge=0, description="First character to return (the next_offset of a call)")] = 0,
+        max_chars: Annotated[int, Field(ge=1000, le=200_000, description="Most characters to return")] = 40_000,
     ) -> NoteOut:
-        """Read one note: its Markdown text and properties (names resolve as Obsidian resolves links)."""
+        """Read one note: its Markdown text and properties (names resolve as Obsidian resolves links). A long note
+        comes in pages: next_offset says where the rest starts."""
         with tool_errors():
-            return NoteOut.model_validate(asdict(engine_of(ctx).get_note(path_or_title)))
+            return NoteOut.model_validate(asdict(engine_of(ctx).get_note(path_or_title, offset, max_chars)))
 
     @server.tool(annotations=READ_ONLY)
     async def neighbors(
@@ -209,10 +213,12 @@ def build_server(config: WikiragConfig, *, watch: bool = False, llm_func: Any = 
         ctx: Context,
         depth: Annotated[int, Field(ge=1, le=3, description="1: links and backlinks; 2-3: the graph further out")]
         = 1,
+        limit: Annotated[int, Field(ge=1, le=2000, description="Most items in each list (the totals say how many)")]
+        = 200,
     ) -> NeighboursOut:
         """A note's links, backlinks and graph neighbours, each with its relation sentence and origin."""
         with tool_errors():
-            return NeighboursOut.model_validate(asdict(engine_of(ctx).neighbors(note, depth)))
+            return NeighboursOut.model_validate(asdict(engine_of(ctx).neighbors(note, depth, limit)))
 
     @server.tool(annotations=READ_ONLY)
     async def status(ctx: Context) -> StatusOut:

@@ -32,7 +32,9 @@ class NoteText:
     tags: list[str]
     status: str
     properties: dict[str, Any]
-    content: str
+    content: str  # from `offset`, at most `max_chars` characters
+    total_chars: int = 0  # the whole note
+    next_offset: int | None = None  # where the rest starts; None when `content` reaches the end
 
 
 @dataclass
@@ -50,6 +52,10 @@ class Neighbours:
     links: list[Link] = field(default_factory=list)
     backlinks: list[Link] = field(default_factory=list)
     graph: list[dict[str, Any]] = field(default_factory=list)  # depth >= 2: {name, note, depth, via}
+    # each list holds at most `limit` items (a hub note can have thousands); these say how many there were
+    links_total: int = 0
+    backlinks_total: int = 0
+    graph_total: int = 0
 
 
 @dataclass
@@ -153,7 +159,9 @@ class WarmEngine:
             raise QueryFailed(f"no note named {path_or_title!r} in {self.config.vault.name}")
         return path
 
-    def get_note(self, path_or_title: str) -> NoteText:
+    def get_note(self, path_or_title: str, offset: int = 0, max_chars: int | None = None) -> NoteText:
+        """The note's text from `offset`, at most `max_chars` characters (an agent reads a long note in pages),
+        with its properties (from the whole note's frontmatter)."""
         from wikirag.markdown.properties import load_properties, split_frontmatter
 
         path = self.resolve(path_or_title)
@@ -164,12 +172,16 @@ class WarmEngine:
         block, _body = split_frontmatter(text)
         properties = load_properties(block).data if block else {}
         note = self.notes.notes[path]
+        start = min(max(0, offset), len(text))
+        end = len(text) if max_chars is None else min(len(text), start + max(1, max_chars))
         return NoteText(path=path, title=self.notes.title(path), obsidian_uri=obsidian_uri(self.config.vault, path),
                         aliases=list(note.get("aliases", [])), tags=list(note.get("tags", [])),
-                        status=note.get("status", ""), properties=properties, content=text)
+                        status=note.get("status", ""), properties=properties, content=text[start:end],
+                        total_chars=len(text), next_offset=end if end < len(text) else None)
 
-    def neighbors(self, path_or_title: str, depth: int = 1) -> Neighbours:
-        """Outgoing relations, backlinks, and (depth >= 2) entities further out, from the links table."""
+    def neighbors(self, path_or_title: str, depth: int = 1, limit: int | None = None) -> Neighbours:
+        """Outgoing relations, backlinks, and (depth >= 2) entities further out, from the links table; each list
+        cut at `limit` items, with the totals."""
         path = self.resolve(path_or_title)
         notes = self.notes
         note_of = {n.get("entity") or Path(p).stem: p for p, n in notes.notes.items()}
@@ -204,6 +216,9 @@ class WarmEngine:
                             out.graph.append({"name": other, "note": note_of.get(other), "depth": level,
                                               "via": name})
             frontier = following
+        out.links_total, out.backlinks_total, out.graph_total = len(out.links), len(out.backlinks), len(out.graph)
+        if limit is not None:
+            out.links, out.backlinks, out.graph = out.links[:limit], out.backlinks[:limit], out.graph[:limit]
         return out
 
     def status(self) -> StoreStatus:
