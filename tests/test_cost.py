@@ -796,3 +796,17 @@ def test_cost_estimate_json_of_a_big_vault_holds_the_same_values_on_one_line(mon
     assert one_line.exit_code == 0, one_line.output
     assert one_line.stdout.count("\n") == 1 < indented.stdout.count("\n")
     assert json.loads(one_line.stdout) == json.loads(indented.stdout)
+
+
+@pytest.mark.parametrize(("model", "vanilla_caches"), [("claude-sonnet-4", False), ("gpt-4o-mini", True)])
+def test_stock_lightrag_reads_anthropics_cache_only_where_it_marks_it(model, vanilla_caches):
+    """wikirag marks Anthropic's cache breakpoints; stock LightRAG's Anthropic binding does not, so vanilla pays
+    full input there. OpenAI caches a repeated prefix for both."""
+    notes = {f"n{i}.md": note(PROSE + f" Note {i}.", f"n{i}.md") for i in range(3)}
+    decisions = {p: extract(n) for p, n in notes.items()}
+    est = estimate_vault(FakeVault(notes), decisions, CostSettings(model=model), hints={})
+    vanilla, wikirag = est.scenarios["vanilla"], est.scenarios["wikirag"]
+    assert wikirag.cached_input_tokens > 0 and wikirag.usd_cached < wikirag.usd
+    assert (vanilla.cached_input_tokens > 0) == vanilla_caches
+    assert (vanilla.usd_cached < vanilla.usd) == vanilla_caches
+    assert vanilla.usd_cached == pytest.approx(sum(r.vanilla.usd_cached for r in est.notes))

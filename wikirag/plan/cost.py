@@ -32,7 +32,7 @@ from wikirag.lightrag.prompts import lightrag_content
 from wikirag.lightrag.tokens import get_encoding
 from wikirag.models import ParsedNote
 from wikirag.plan.chunk_plans import ChunkPlanner, PlannedChunk
-from wikirag.plan.cost_settings import CostSettings, prompt_sizes
+from wikirag.plan.cost_settings import CostSettings, prompt_sizes, stock_lightrag_price
 from wikirag.plan.hints import hint_text_parts, hint_tokens
 from wikirag.plan.memo import EstimateMemo
 from wikirag.plan.mentions import sentence_names
@@ -84,7 +84,8 @@ def estimate_vault(
     summary_model = SummaryModel(vault, s, sizes, enc, memo)
     counts = memo.token_counts(enc) if memo is not None else None
     runs = {
-        "vanilla": Scenario(s, sizes, s.vanilla_gleaning, price, enc, lightrag_merges=True, counts=counts),
+        "vanilla": Scenario(s, sizes, s.vanilla_gleaning, stock_lightrag_price(price), enc, lightrag_merges=True,
+                            counts=counts),
         "wikirag": Scenario(s, sizes, s.gleaning, price, enc, lightrag_merges=False, summaries=summary_model,
                             counts=counts),
     }
@@ -186,8 +187,8 @@ def estimate_vault(
         elif row.route == "extract":  # injected instead: its chunks (about its body) and link records
             structure.embedding_tokens += row.tokens + round(_inject_records(decisions[row.path])
                                                              * s.embed_record_tokens)
-    for total in (*totals.values(), summaries):
-        price_cost(total, price)
+    for name, total in (*totals.items(), ("summaries", summaries)):
+        price_cost(total, runs[name].price if name in runs else price)
     if gleaning_terms is not None:
         gleaning_terms.add(runs["wikirag"].gleaning_terms)
     assumptions = {k: getattr(s, k) for k in (

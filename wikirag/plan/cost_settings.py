@@ -140,6 +140,12 @@ def _checked(price: ModelPrice) -> ModelPrice:
 CACHING_PROVIDERS = ("openai", "anthropic")
 
 
+def stock_lightrag_price(price: ModelPrice) -> ModelPrice:
+    """The price stock LightRAG pays (the `vanilla` scenario): its own Anthropic binding marks no cache
+    breakpoint, so there it reads nothing from the prompt cache; OpenAI caches a repeated prefix by itself."""
+    return replace(price, cached_input=None, cache_write=None) if price.provider == "anthropic" else price
+
+
 def render_extraction_prompts(settings: CostSettings) -> dict[str, str]:
     """LightRAG's extraction, gleaning and summary prompts for these settings (lightrag/prompts.py)."""
     s = settings.resolved()
