@@ -27,7 +27,7 @@ import orjson
 from wikirag.index.parsecache import CACHE_VERSION
 from wikirag.models import ParsedNote, Resolution
 from wikirag.plan.routing import NoteFeatures, RouteDecision
-from wikirag.storage.sqlite_store import connect_index_db, get_doc, put_doc
+from wikirag.storage.sqlite_store import connect_index_db, get_doc, index_db_transaction, put_doc
 from wikirag.vault.links import is_note
 
 if TYPE_CHECKING:
@@ -191,16 +191,11 @@ def save_derived(workspace_dir: Path, config_key: str, plan: Plan, derived: Deri
     if not fresh and not gone and derived.key == key:
         return 0
     try:
-        conn = connect_index_db(workspace_dir)
-        try:
-            conn.execute("BEGIN IMMEDIATE")
+        with index_db_transaction(workspace_dir) as conn:
             conn.executemany("DELETE FROM derived_notes WHERE path = ?", gone)
             conn.executemany("INSERT OR REPLACE INTO derived_notes (path, digest, links, decision, signature, "
                              "checksum) VALUES (?, ?, ?, ?, ?, ?)", fresh)
             put_doc(conn, _DOC, key)
-            conn.execute("COMMIT")
-        finally:
-            conn.close()
     except sqlite3.Error:
         return 0  # only a shortcut: the next run derives again
     return len(fresh)

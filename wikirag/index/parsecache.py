@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from wikirag.models import Heading, ParsedNote, WikiLink
-from wikirag.storage.sqlite_store import connect_index_db, get_doc, put_doc
+from wikirag.storage.sqlite_store import connect_index_db, get_doc, index_db_transaction, put_doc
 from wikirag.vault.model import cyclic_gc_paused
 
 CACHE_VERSION = 2
@@ -111,9 +111,7 @@ def save_parse_cache(workspace_dir: Path, encoding: str, notes: dict[str, Parsed
     stats = stats or {}
     now = time.time_ns()
     try:
-        conn = connect_index_db(workspace_dir)
-        try:
-            conn.execute("BEGIN IMMEDIATE")
+        with index_db_transaction(workspace_dir) as conn:
             if get_doc(conn, "parse_cache") != _key(encoding):
                 conn.execute("DELETE FROM parsed_notes")
                 conn.execute("DELETE FROM parsed_stats")
@@ -139,9 +137,6 @@ def save_parse_cache(workspace_dir: Path, encoding: str, notes: dict[str, Parsed
                              [(p,) for p in notes if p not in unread_ok or p not in stats])
             conn.executemany("INSERT OR REPLACE INTO parsed_stats (path, size, mtime_ns, written_ns) "
                              "VALUES (?, ?, ?, ?)", fresh)
-            conn.execute("COMMIT")
-        finally:
-            conn.close()
     except sqlite3.Error:
         return 0  # only a shortcut: the next run parses again
     return len(changed)

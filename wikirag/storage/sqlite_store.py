@@ -13,7 +13,8 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,20 @@ def connect_index_db(workspace_dir: Path, *, create: bool = True) -> sqlite3.Con
     conn.executescript(_SCHEMA)
     _add_digest_column(conn)
     return conn
+
+
+@contextmanager
+def index_db_transaction(workspace_dir: Path) -> Iterator[sqlite3.Connection]:
+    """One write transaction on the workspace's database, which is created if missing and closed after: committed
+    when the block ends, rolled back (closed uncommitted) when it raises."""
+    conn = connect_index_db(workspace_dir)
+    assert conn is not None  # create=True
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        yield conn
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
 
 
 def _add_digest_column(conn: sqlite3.Connection) -> None:
