@@ -47,6 +47,14 @@ def link_name_key(target: str) -> str:
     return fold(target.strip().rsplit("/", 1)[-1])
 
 
+def _keys(path: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A file's folded path keys and name keys (`name_keys`), from one fold: NFC and casefold work character
+    by character and never touch "/", so a folded name is the last segment of the folded path."""
+    key = path.casefold() if path.isascii() else fold(path)
+    paths = (key, key[:-3]) if is_note(path) else (key,)
+    return paths, tuple(k.rsplit("/", 1)[-1] for k in paths)
+
+
 _UNRESOLVED = Resolution("unresolved")
 
 
@@ -57,36 +65,31 @@ class LinkIndex:
         self._by_name: dict[str, list[str]] = {}
         self._by_path: dict[str, list[str]] = {}
         self._resolved: dict[str, Resolution] = {}
-        by_name, by_path = self._by_name, self._by_path
-        for path in dict.fromkeys(paths):  # as `add` does for each, minus its checks (each path comes once)
-            key = path.casefold() if path.isascii() else fold(path)
-            keys = (key, key[:-3]) if is_note(path) else (key,)
-            # NFC and casefold work character by character and never touch "/": the folded name is the
-            # last segment of the folded path
-            for table, k in ((by_path, keys[0]), (by_path, keys[-1]), (by_name, keys[0].rsplit("/", 1)[-1]),
-                             (by_name, keys[-1].rsplit("/", 1)[-1])):
-                bucket = table.get(k)
-                if bucket is None:
-                    table[k] = [path]
-                elif bucket[-1] != path:
-                    bucket.append(path)
+        for path in dict.fromkeys(paths):
+            self._put(path, new=True)
 
     def __contains__(self, path: str) -> bool:
         return path in self._by_path.get(fold(path), ())
 
     def add(self, path: str) -> None:
-        for key in name_keys(path):
-            bucket = self._by_name.setdefault(key, [])
-            if path not in bucket:
-                bucket.append(path)
-        for key in self._path_keys(path):
-            bucket = self._by_path.setdefault(key, [])
-            if path not in bucket:
-                bucket.append(path)
+        self._put(path, new=False)
+
+    def _put(self, path: str, *, new: bool) -> None:
+        """File `path` under its path and name keys. `new`: it is not in the index yet, so a bucket's last entry
+        says whether this call filed it already (a non-note's two keys are one); else a bucket is searched."""
+        path_keys, names = _keys(path)
+        for table, keys in ((self._by_path, path_keys), (self._by_name, names)):
+            for key in keys:
+                bucket = table.get(key)
+                if bucket is None:
+                    table[key] = [path]
+                elif (bucket[-1] != path) if new else (path not in bucket):
+                    bucket.append(path)
 
     def remove(self, path: str) -> None:
         self._resolved.pop(path, None)
-        for table, keys in ((self._by_name, name_keys(path)), (self._by_path, self._path_keys(path))):
+        path_keys, names = _keys(path)
+        for table, keys in ((self._by_name, names), (self._by_path, path_keys)):
             for key in keys:
                 bucket = table.get(key)
                 if bucket and path in bucket:
@@ -103,10 +106,6 @@ class LinkIndex:
                 groups.append(sorted(notes))
         return sorted(groups)
 
-    @staticmethod
-    def _path_keys(path: str) -> tuple[str, ...]:
-        key = fold(path)
-        return (key, key[:-3]) if is_note(path) else (key,)
 
     # -- resolution -------------------------------------------------------------------------------------
     def resolve(self, link: WikiLink, from_path: str) -> Resolution:
@@ -137,7 +136,7 @@ class LinkIndex:
                 return self._found((exact or relative)[0], (), from_path)
             suffix = "/" + key
             names = self._by_name.get(link_name_key(target), ())
-            candidates = [p for p in names if any(k.endswith(suffix) for k in self._path_keys(p))]
+            candidates = [p for p in names if any(k.endswith(suffix) for k in _keys(p)[0])]
             if len(candidates) == 1:
                 return self._found(candidates[0], (), from_path)
         if not candidates:
