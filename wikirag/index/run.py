@@ -161,10 +161,11 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
         carried = wipe() if wipe is not None else {}  # --rebuild, under the lock
         progress("scan", 0, 1)
         scan = files = None
+        config_key = _config_key(config)
         if vault is None:  # `wikirag index`: first ask whether anything can have changed at all
             scan = scan_vault(config.vault, config.exclude)
             files = stat_signature(scan)
-            unchanged = load_unchanged(config.workspace_dir, _config_key(config), files)
+            unchanged = load_unchanged(config.workspace_dir, config_key, files)
             if unchanged is not None and search_files_ready(config.workspace_dir):
                 for name, value in unchanged.items():
                     setattr(report, name, value)
@@ -178,7 +179,7 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
         _check_store(ledger, config)
         ledger.meta.update(carried)
         cache = load_parse_cache(config.workspace_dir, config.index.encoding) if vault is None else {}
-        derived = load_derived(config.workspace_dir, _config_key(config)) if vault is None else None
+        derived = load_derived(config.workspace_dir, config_key) if vault is None else None
         plan = plan_index(config, ledger, vault, cache, scan=scan, previous=state.plan if state else None,
                           derived=derived)
         if state is not None:
@@ -189,7 +190,7 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
         if vault is None:  # writes only the rows of notes that changed
             save_parse_cache(config.workspace_dir, config.index.encoding, plan.vault.notes, plan.vault.digests,
                              plan.body_tokens, cache, plan.vault.stats, plan.vault.clean, plan.figures)
-            save_derived(config.workspace_dir, _config_key(config), plan, derived)
+            save_derived(config.workspace_dir, config_key, plan, derived)
         progress("scan", 1, 1)
         fill_plan_counts(report, plan, ledger)
         if budget_usd is not None and plan.llm_model:
@@ -378,8 +379,8 @@ def _wipe_workspace(config: WikiragConfig, *, keep_llm_cache: bool) -> dict[str,
     ledger meta for the new ledger."""
     carried: dict[str, Any] = {}
     if keep_llm_cache:
-        try:
-            batch = Ledger.load(open_ledger_store(config)).meta.get("batch")
+        try:  # the head only (meta, pending): cheap at any vault size
+            batch = ((open_ledger_store(config).head() or {}).get("meta") or {}).get("batch")
         except Exception:  # noqa: BLE001  (a store too damaged to read, the reason for many a rebuild)
             batch = None
         if batch:
