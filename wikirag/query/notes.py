@@ -30,16 +30,12 @@ def fold(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
 
 
-def without_surrogates(text: str) -> str:
-    """`text` with lone surrogates replaced by U+FFFD. A shell hands Python bytes that are not UTF-8 as lone
-    surrogates, and JSON may escape them ("\\udc80"); no result holding one can be written out as UTF-8."""
-    return _SURROGATE.sub("\ufffd", text)
-
-
 def as_question(text: str) -> str:
-    """A question as the library takes it: without lone surrogates, and in NFC as the vault's names are (a
-    question typed or pasted in NFD, as macOS file names are, would split "école" at its combining accent)."""
-    return unicodedata.normalize("NFC", without_surrogates(text))
+    """A question as the library takes it: lone surrogates replaced by U+FFFD (a shell hands Python bytes that
+    are not UTF-8 as lone surrogates, and JSON may escape them, "\\udc80"; no result holding one can be written
+    out as UTF-8), and in NFC as the vault's names are (a question typed or pasted in NFD, as macOS file names
+    are, would split "école" at its combining accent)."""
+    return unicodedata.normalize("NFC", _SURROGATE.sub("\ufffd", text))
 
 
 @dataclass

@@ -9,7 +9,6 @@ embedding model, no vector stores): the fastest cold start.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,7 +29,6 @@ __all__ = ["SEARCH_MODES", "SearchHit", "SearchResult", "fused_sources", "rrf", 
 
 # naive first: on both question sets it matched mix at a fraction of the cost (no graph storages to load)
 SEARCH_MODES = ("naive", "mix", "hybrid", "local", "global", "lexical")
-_PARAGRAPH = re.compile(r"\n\s*\n")
 
 
 @dataclass
