@@ -129,15 +129,32 @@ def test_a_chunk_missing_from_the_store_is_fetched_again_next_sync(tmp_path):
     assert lost in load_index(tmp_path).chunk_ids
 
 
-def test_names_and_links_tables_are_rederived_only_for_changed_ledger_rows(tmp_path, monkeypatch):
-    """After a run, the names and links files equal tables derived from every ledger entry, and the run
-    derived rows only for the notes whose ledger rows changed; the report's record counts are the ledger's."""
-    import orjson
+def _saved(config) -> tuple[dict, dict]:
+    from wikirag.index.search_rows import read_rows
+
+    return read_rows(config.workspace_dir, "names"), read_rows(config.workspace_dir, "links")
+
+
+def _derived_tables(config) -> tuple[dict, dict]:
+    from wikirag.index.ledger import Ledger
+    from wikirag.index.search_rows import links_table, names_table
+
+    ledger = Ledger.load(config.workspace_dir)
+    return names_table(ledger), links_table(ledger)
+
+
+def test_names_and_links_rows_are_rederived_only_for_changed_ledger_rows(tmp_path, monkeypatch):
+    """After a run, the names and links rows equal tables derived from every ledger entry, the run derived rows
+    only for the notes whose ledger rows changed, and the report's record counts (from the refcount tables)
+    are the ledger's; a saved row that no longer decodes, found when its note changes, makes that run derive
+    every row again (rows are trusted by their digest, as the ledger's and the parse cache's are)."""
+    import sqlite3
 
     from tests.storekit import HashEmbedding, indexed_copy
-    from wikirag.index import lexical
+    from wikirag.index import search_rows
     from wikirag.index.ledger import Ledger
     from wikirag.index.run import run_index
+    from wikirag.storage.sqlite_store import INDEX_DB_FILENAME
 
     config = indexed_copy(SAMPLE, tmp_path / "vault")
     notes = sorted(config.vault.rglob("*.md"))
@@ -147,51 +164,81 @@ def test_names_and_links_tables_are_rederived_only_for_changed_ledger_rows(tmp_p
     (config.vault / "A brand new page.md").write_text("# A brand new page\n\nLinks [[" + notes[3].stem + "]].\n",
                                                       encoding="utf-8")
     derived: list[str] = []
-    real = lexical.names_row
-    monkeypatch.setattr(lexical, "names_row", lambda entry: derived.append(entry.doc_id) or real(entry))
+    real = search_rows.names_row
+    monkeypatch.setattr(search_rows, "names_row", lambda entry: derived.append(entry.doc_id) or real(entry))
     report = run_index(config, embedding_func=HashEmbedding().func())
     during = len(derived)
 
     ledger = Ledger.load(config.workspace_dir)
-    names = orjson.loads((config.workspace_dir / lexical.NAMES_FILENAME).read_bytes())
-    links = orjson.loads((config.workspace_dir / lexical.LINKS_FILENAME).read_bytes())
-    assert names["notes"] == lexical.names_table(ledger) and links == lexical.links_table(ledger)
+    assert _saved(config) == _derived_tables(config)
     assert (report.entities, report.relations) == (len(ledger.entity_index()), len(ledger.relation_index()))
     assert 2 <= during < len(ledger.notes) // 2  # the new and edited notes (and those they link)
-    assert set(names["digests"]) == set(ledger.notes)
 
-    (config.workspace_dir / lexical.NAMES_FILENAME).write_bytes(b"{ not json")  # damaged: derived again whole
+    edited_path = edited.relative_to(config.vault).as_posix()
+    with sqlite3.connect(config.workspace_dir / INDEX_DB_FILENAME) as conn:  # damaged: derived again whole
+        conn.execute("UPDATE search_notes SET names = '{ not json' WHERE path = ?", (edited_path,))
     edited.write_text(edited.read_text(encoding="utf-8") + "\nOne more line.\n", encoding="utf-8")
     derived.clear()
-    run_index(config, embedding_func=HashEmbedding().func())
-    during = len(derived)
-    names = orjson.loads((config.workspace_dir / lexical.NAMES_FILENAME).read_bytes())
-    assert during == len(ledger.notes) and names["notes"] == lexical.names_table(Ledger.load(config.workspace_dir))
+    report = run_index(config, embedding_func=HashEmbedding().func())
+    assert len(derived) == len(ledger.notes) and _saved(config) == _derived_tables(config)
+    assert (report.entities, report.relations) == Ledger.load(config.workspace_dir).record_counts()
 
 
-def test_a_hand_edited_names_table_is_derived_again_not_trusted(tmp_path):
-    """Rows of the saved names table are reused only when they have the digest and the shape of a derived row:
-    a row missing a key, or not a row at all, is derived again (the run must not fail on it)."""
+def test_a_hand_edited_names_row_is_derived_again_not_trusted(tmp_path):
+    """A saved names row missing a key, or not a row at all, is not trusted: readers skip it, and a run that
+    meets one (its note changed) derives every row again instead of failing; its record counts stay the
+    ledger's."""
+    import sqlite3
+
     import orjson
 
     from tests.storekit import HashEmbedding, indexed_copy
-    from wikirag.index import lexical
+    from wikirag.index import search_rows
     from wikirag.index.ledger import Ledger
     from wikirag.index.run import run_index
+    from wikirag.storage.sqlite_store import INDEX_DB_FILENAME
 
     config = indexed_copy(SAMPLE, tmp_path / "vault")
     ledger = Ledger.load(config.workspace_dir)
-    first = next(iter(sorted(ledger.notes)))
-    assert set(lexical.names_row(ledger.notes[first])) == lexical._NAMES_ROW_KEYS
-    path = config.workspace_dir / lexical.NAMES_FILENAME
-    table = orjson.loads(path.read_bytes())
-    a, b = sorted(table["notes"])[:2]
-    del table["notes"][a]["entity_record"]
-    table["notes"][b] = "not a row"
-    path.write_bytes(orjson.dumps(table))
-    note = config.vault / sorted(ledger.notes)[-1]
+    a, b = sorted(ledger.notes)[:2]
+    assert set(search_rows.names_row(ledger.notes[a])) == search_rows._NAMES_ROW_KEYS
+    row = search_rows.names_row(ledger.notes[a])
+    del row["entity_record"]
+    with sqlite3.connect(config.workspace_dir / INDEX_DB_FILENAME) as conn:
+        conn.execute("UPDATE search_notes SET names = ? WHERE path = ?", (orjson.dumps(row).decode(), a))
+        conn.execute("UPDATE search_notes SET names = '\"not a row\"' WHERE path = ?", (b,))
+    assert b not in search_rows.read_rows(config.workspace_dir, "names")  # a reader skips what is not a row
+    note = config.vault / a  # its row is read to count it out of the refcounts: not a derived row's shape
     note.write_text(note.read_text(encoding="utf-8") + "\nOne more line.\n", encoding="utf-8")
     report = run_index(config, embedding_func=HashEmbedding().func())
     assert report.notes_changed == 1
-    assert orjson.loads(path.read_bytes())["notes"] == lexical.names_table(Ledger.load(config.workspace_dir))
+    assert _saved(config) == _derived_tables(config)  # every row derived again, b's too
     assert (report.entities, report.relations) == Ledger.load(config.workspace_dir).record_counts()
+
+
+def test_record_counts_follow_edits_renames_and_deletions(tmp_path):
+    """The refcount tables count an entity or relation while any note holds it: after a note that shares names
+    with others is deleted, another renamed and a third rewritten, the counts equal the ledger's, and a store
+    from before the rows (names and links JSON files) is moved to rows by its next run."""
+    from tests.storekit import HashEmbedding, indexed_copy
+    from wikirag.index.ledger import Ledger
+    from wikirag.index.lexical import NAMES_FILENAME, OLD_LINKS_FILENAME
+    from wikirag.index.run import run_index
+
+    config = indexed_copy(SAMPLE, tmp_path / "vault")
+    notes = sorted(config.vault.rglob("*.md"))
+    notes[4].unlink()
+    notes[5].rename(notes[5].with_name("Renamed note.md"))
+    notes[6].write_text("# Rewritten\n\nNow about [[Alan Turing]] and [[A note nobody wrote]].\n", encoding="utf-8")
+    embed = HashEmbedding().func()
+    report = run_index(config, embedding_func=embed)
+    ledger = Ledger.load(config.workspace_dir)
+    assert (report.entities, report.relations) == (len(ledger.entity_index()), len(ledger.relation_index()))
+    assert _saved(config) == _derived_tables(config)
+
+    (config.workspace_dir / OLD_LINKS_FILENAME).write_text("{}", encoding="utf-8")  # as an older wikirag left it
+    (config.workspace_dir / NAMES_FILENAME).write_text('{"version": 4, "notes": {}, "rows": 1}', encoding="utf-8")
+    report = run_index(config, embedding_func=embed)
+    assert not (config.workspace_dir / OLD_LINKS_FILENAME).exists()
+    assert _saved(config) == _derived_tables(config)
+    assert (report.entities, report.relations) == ledger.record_counts()

@@ -1,4 +1,4 @@
-"""The lexical side of retrieval: a BM25 index of the store's chunks, and the small names table queries read.
+"""The lexical side of retrieval: a BM25 index of the store's chunks, and the names rows queries read.
 
 Both are derived files in the workspace folder, brought in step with the store after every `index`/`watch`
 run (`sync_after_run`), so a crash can only leave them one run behind, never wrong for long:
@@ -6,8 +6,8 @@ run (`sync_after_run`), so a crash can only leave them one run behind, never wro
   as of the last sync (so a run re-reads and re-tokenizes only the notes whose chunks changed), and the BM25
   term x chunk weights (CSC, bm25s's Lucene formula recomputed from the arrays by index.bm25). Queries read
   the weights with numpy alone: scoring is a sum over the question's terms.
-- `wikirag_names.json`: per note its title, aliases, entity names, tags and status: what keyword matching,
-  note resolution and `status` need, without loading the whole ledger.
+- the names and links rows (index.search_rows, in `wikirag_index.sqlite`), with `wikirag_names.json` as
+  their head: the last run, and an mtime that tells a warm engine to read them again.
 
 Tokens (`tokenize`): NFKC + casefold; Latin-script words lose English stopwords and are Snowball-stemmed
 (PyStemmer); runs of CJK characters become overlapping character bigrams, so Chinese and Japanese notes
@@ -30,13 +30,14 @@ import numpy as np
 import orjson
 
 from wikirag.index.bm25 import bm25_weights, splice
+from wikirag.index.search_rows import TABLE_ROWS_VERSION, sync_rows
 from wikirag.markdown.searchable import searchable_text
 from wikirag.storage.fs import atomic_write_bytes
 from wikirag.vault.model import cyclic_gc_paused
 
 LEXICAL_FILENAME = "wikirag_lexical.npz"
 NAMES_FILENAME = "wikirag_names.json"
-LINKS_FILENAME = "wikirag_links.json"
+OLD_LINKS_FILENAME = "wikirag_links.json"  # deleted by the first sync that writes search_rows
 LEXICAL_VERSION = 4  # 2: per-note chunk digests (incremental sync); 3: chunks tokenized as searchable_text;
 # 4: searchable_text leaves code as written and takes HTML elements only as tags
 BM25_K1, BM25_B = 1.5, 0.75
@@ -199,52 +200,18 @@ def load_index(workspace_dir: Path) -> LexicalIndex | None:
 # --- keeping both files in step with the store ------------------------------------------------------
 
 
-TABLE_ROWS_VERSION = 1  # bump when names_row or links_row change: saved rows are then derived again
-
-
-def names_row(entry: Any) -> dict[str, Any]:
-    """What queries need to name a note: title, aliases, entity names, tags, status, doc id."""
-    names = {f.name for f in entry.entities}
-    return {"title": entry.title, "entity": entry.entity, "aliases": list(entry.aliases),
-            "entities": sorted(names - {entry.entity}), "entity_record": entry.entity in names,
-            "tags": list(entry.tags), "status": entry.status, "doc_id": entry.doc_id,
-            "chunks": len(entry.chunk_ids)}
-
-
-def links_row(entry: Any) -> list[list[str]]:
-    """A note's relations as [source, target, description, origin]; origin is "link" for a relation its own
-    wikilinks/frontmatter gave (the note's entity to a name it links), "llm" for one LightRAG extracted."""
-    linked = {f.name for f in entry.entities if f.rank == 1}
-    return [[f.src, f.tgt, f.description[:300], "link" if f.src == entry.entity and f.tgt in linked else "llm"]
-            for f in entry.relations]
-
-
-def names_table(ledger: Any) -> dict[str, dict[str, Any]]:
-    """Per note its names_row (every note of the ledger)."""
-    return {path: names_row(entry) for path, entry in sorted(ledger.notes.items())}
-
-
-def links_table(ledger: Any) -> dict[str, list[list[str]]]:
-    """Per note its links_row (every note of the ledger)."""
-    return {path: links_row(entry) for path, entry in sorted(ledger.notes.items())}
-
-
-def record_counts(names: dict[str, Any], links: dict[str, Any]) -> tuple[int, int]:
-    """Distinct entity names and relation keys over every note's names and links rows: what the store holds
-    (index.ledger.Ledger.record_counts), counted without the ledger's rows."""
-    entities = {row["entity"] for row in names.values() if row["entity_record"]}
-    for row in names.values():
-        entities.update(row["entities"])
-    relations = {(s, t) if s <= t else (t, s) for rows in links.values() for s, t, *_ in rows}
-    return len(entities), len(relations)
-
-
-_NAMES_ROW_KEYS = frozenset({"title", "entity", "aliases", "entities", "entity_record", "tags", "status", "doc_id",
-                             "chunks"})
-
-
-def _mapping(value: Any) -> dict:
-    return value if isinstance(value, dict) else {}
+def search_files_ready(workspace_dir: Path) -> bool:
+    """The index and the names head are there and of this version (an older one makes even an unchanged run
+    sync)."""
+    path = workspace_dir / LEXICAL_FILENAME
+    head = _read_json(workspace_dir / NAMES_FILENAME)
+    if not (path.is_file() and isinstance(head, dict) and head.get("rows") == TABLE_ROWS_VERSION):
+        return False
+    try:
+        with np.load(path) as npz:  # reads the small meta member only
+            return json.loads(npz["meta"].tobytes()).get("version") == LEXICAL_VERSION
+    except _DAMAGED:
+        return False
 
 
 def _read_json(path: Path) -> Any:
@@ -252,46 +219,6 @@ def _read_json(path: Path) -> Any:
         return orjson.loads(path.read_bytes())
     except (OSError, orjson.JSONDecodeError):
         return None
-
-
-def _table_rows(ledger: Any, workspace_dir: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
-    """Every note's names and links rows, and the ledger row digest each was derived from. A note whose
-    ledger row has the digest the saved names table records keeps its saved rows; only the others are read
-    from the ledger (decoded) and derived again."""
-    saved = _read_json(workspace_dir / NAMES_FILENAME)
-    saved = saved if isinstance(saved, dict) and saved.get("rows") == TABLE_ROWS_VERSION else {}
-    saved_digests, saved_names = _mapping(saved.get("digests")), _mapping(saved.get("notes"))
-    saved_links = _mapping(_read_json(workspace_dir / LINKS_FILENAME)) if saved_digests else {}
-    notes = ledger.notes
-    digests = {p: d for p, d in notes.digests.items() if p not in notes.dirty and d}
-
-    def kept(path: str) -> bool:  # a saved row of the right digest and shape (a hand-edited file is derived again)
-        row = saved_names.get(path)
-        return (bool(digests.get(path)) and saved_digests.get(path) == digests[path] and isinstance(row, dict)
-                and set(row) >= _NAMES_ROW_KEYS and isinstance(saved_links.get(path), list))
-
-    stale = {p for p in notes if not kept(p)}
-    notes.load(stale)
-    names: dict[str, Any] = {}
-    links: dict[str, Any] = {}
-    for path in sorted(notes):
-        if path in stale:
-            names[path], links[path] = names_row(notes[path]), links_row(notes[path])
-        else:
-            names[path], links[path] = saved_names[path], saved_links[path]
-    return names, links, {p: d for p, d in digests.items() if p in names}
-
-
-def search_files_ready(workspace_dir: Path) -> bool:
-    """Both files are there and the index is of this version (an older one makes even an unchanged run sync)."""
-    path = workspace_dir / LEXICAL_FILENAME
-    if not (path.is_file() and (workspace_dir / NAMES_FILENAME).is_file()):
-        return False
-    try:
-        with np.load(path) as npz:  # reads the small meta member only
-            return json.loads(npz["meta"].tobytes()).get("version") == LEXICAL_VERSION
-    except _DAMAGED:
-        return False
 
 
 def _heading_text(heading: Any) -> str:
@@ -323,13 +250,13 @@ async def _fetch_chunks(rag: Any, ids: list[str]) -> dict[str, tuple[str, list[s
 
 async def sync_search_files(rag: Any, ledger: Any, workspace_dir: Path, last_run: dict[str, Any] | None = None,
                             old: LexicalIndex | None = None, dirty: set[str] | None = None) -> tuple[int, int]:
-    """Bring the lexical index and the names table in step with the ledger's chunks.
+    """Bring the lexical index and the names and links rows in step with the ledger's chunks.
 
     The index records each note's chunk digest as of its last sync: notes whose digest differs (`dirty`, or
     all without an `old` index) have their chunks read from LightRAG's store and tokenized again; the others
     keep their tokens, and the weights are recomputed from the arrays (index.bm25). A note with a chunk
     missing from the store is recorded unsynced, so the next run tries again. Returns the store's record
-    counts (`record_counts`).
+    counts (index.search_rows.sync_rows).
     """
     notes = ledger.notes
     keys = {p: _note_key(notes, p) for p in notes}
@@ -360,13 +287,12 @@ async def sync_search_files(rag: Any, ledger: Any, workspace_dir: Path, last_run
         else:
             keys[path] = ""
     save_index(update_index(old, rows, added, layout, keys), workspace_dir)
-    names, links, digests = _table_rows(ledger, workspace_dir)
-    table = {"version": LEXICAL_VERSION, "last_run": last_run or {}, "notes": names, "rows": TABLE_ROWS_VERSION,
-             "digests": digests}
-    # links first: the names table's digests say which rows of both files are current
-    atomic_write_bytes(workspace_dir / LINKS_FILENAME, orjson.dumps(links))  # UTF-8 JSON
-    atomic_write_bytes(workspace_dir / NAMES_FILENAME, orjson.dumps(table))
-    return record_counts(names, links)
+    counts = sync_rows(ledger, workspace_dir)
+    # after the rows' commit: a warm engine that sees this file change reads rows at least this new
+    head = {"version": LEXICAL_VERSION, "last_run": last_run or {}, "rows": TABLE_ROWS_VERSION}
+    atomic_write_bytes(workspace_dir / NAMES_FILENAME, orjson.dumps(head))
+    (workspace_dir / OLD_LINKS_FILENAME).unlink(missing_ok=True)  # the links rows' file before search_rows
+    return counts
 
 
 def dirty_notes(old: LexicalIndex | None, ledger: Any) -> set[str] | None:

@@ -1,8 +1,8 @@
 """What a query needs to know about the notes, read through one narrow seam: `read_note_table(config)`.
 
-Queries never load the whole ledger: the index run writes a small names file beside it (index.lexical),
-holding per note its title, entity, aliases, tags, status and chunk count. If that file is missing (a store
-built before it existed) the ledger is read once as a fallback. Names found in a question are matched by an
+Queries never load the whole ledger: the index run writes a names row per note beside it (index.search_rows),
+holding its title, entity, aliases, tags, status and chunk count. If the rows are missing (a store built
+before they existed) the ledger is read once as a fallback. Names found in a question are matched by an
 Aho-Corasick automaton (pyahocorasick): one pass over the question, whatever the number of names, instead
 of one regular expression per name.
 """
@@ -19,7 +19,8 @@ from typing import Any
 
 import orjson
 
-from wikirag.index.lexical import IS_CJK, LINKS_FILENAME, NAMES_FILENAME
+from wikirag.index.lexical import IS_CJK, NAMES_FILENAME
+from wikirag.index.search_rows import read_rows
 from wikirag.settings import WikiragConfig
 
 _WORDCHAR = re.compile(r"\w")
@@ -157,20 +158,25 @@ class NoteTable:
         return note.get("title") or Path(path).stem
 
     def links(self) -> dict[str, list[list[str]]]:
-        """Per note its relations [source, target, description, origin] (read on demand: larger file)."""
-        if self.workspace_dir is None or not (self.workspace_dir / LINKS_FILENAME).is_file():
+        """Per note its relations [source, target, description, origin] (read on demand: the larger rows)."""
+        if self.workspace_dir is None:
             return {}
-        return orjson.loads((self.workspace_dir / LINKS_FILENAME).read_bytes())
+        return read_rows(self.workspace_dir, "links") or {}
 
 
 def read_note_table(config: WikiragConfig) -> NoteTable:
-    """The names table of a store (the seam between queries and the ledger's storage)."""
-    path = config.workspace_dir / NAMES_FILENAME
-    if path.is_file():
-        data = orjson.loads(path.read_bytes())
-        return NoteTable(data.get("notes", {}), config.workspace_dir, data.get("last_run", {}))
+    """The names table of a store (the seam between queries and the ledger's storage): the rows the last
+    index run wrote (index.search_rows), else, for a store without them, derived from the ledger once."""
+    head = config.workspace_dir / NAMES_FILENAME
+    notes = read_rows(config.workspace_dir, "names") if head.is_file() else None
+    if notes is not None:
+        try:
+            last_run = orjson.loads(head.read_bytes()).get("last_run", {})
+        except (OSError, orjson.JSONDecodeError, AttributeError):
+            last_run = {}
+        return NoteTable(notes, config.workspace_dir, last_run)
     from wikirag.index.ledger import Ledger
-    from wikirag.index.lexical import names_table
+    from wikirag.index.search_rows import names_table
     from wikirag.storage.ledger_store import ledger_store
 
     ledger = Ledger.load(ledger_store(config.storage, config.workspace_dir, config.workspace))

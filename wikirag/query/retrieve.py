@@ -85,7 +85,7 @@ class Vocabulary:
 
     @staticmethod
     def from_ledger(ledger: Ledger) -> NoteTable:
-        from wikirag.index.lexical import names_table
+        from wikirag.index.search_rows import names_table
 
         return NoteTable(names_table(ledger))
 

@@ -1,6 +1,6 @@
 """wikirag's own state in one SQLite file in the workspace folder (`wikirag_index.sqlite`, WAL): the ledger as
-one row per note, the parse cache and planning's derived data (index.derived) as one row per note, and small
-documents (ledger head, manifest).
+one row per note, the parse cache, planning's derived data (index.derived) and the names and links rows queries
+read (index.search_rows) as one row per note, and small documents (ledger head, manifest).
 
 Why SQLite (stdlib `sqlite3`): a change of one note writes that note's rows in one transaction instead of
 rewriting a 13 MB JSON document, and a commit is atomic and durable (WAL, synchronous=FULL) the way the old
@@ -36,6 +36,10 @@ CREATE TABLE IF NOT EXISTS derived_notes (path TEXT PRIMARY KEY, digest TEXT NOT
                                           decision TEXT NOT NULL, signature TEXT NOT NULL, checksum TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS parsed_stats (path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
                                          written_ns INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS search_notes (path TEXT PRIMARY KEY, digest TEXT NOT NULL, names TEXT NOT NULL,
+                                         links TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS search_entities (name TEXT PRIMARY KEY, notes INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS search_relations (key TEXT PRIMARY KEY, notes INTEGER NOT NULL) WITHOUT ROWID;
 """
 
 
