@@ -276,6 +276,46 @@ def test_ledger_summaries_come_from_columns_an_older_table_gains_on_its_next_wri
     store.delete()
 
 
+def test_ledger_holders_come_from_gin_indexes_an_older_table_gains_on_its_next_write(settings):
+    """`holders` (the notes holding an entity or relation fragment of the touched names: what every edit asks)
+    is answered from GIN indexes on the fragment lists, not by reading every row's fragments; it finds a
+    relation written either way round, and a table made before the indexes answers the same and gains them on
+    its next write."""
+    store = PostgresLedgerStore(settings, "ledger_holders")
+    doc = _ledger_doc(3000)
+    for i, entry in enumerate(doc["notes"].values()):
+        entry["entities"].append({"name": "Shared", "rank": 1} if i % 1000 == 0 else {"name": f"F{i}", "rank": 1})
+        entry["relations"] = [{"src": f"E{i}", "tgt": f"E{i + 1}"}]
+    store.save(doc)
+    paths = list(doc["notes"])  # in the order of i
+    expected = {paths[0], paths[1000], paths[2000], paths[5], paths[7]}
+    question = ({"Shared", "E5"}, [("E8", "E7")])  # the relation E7 -> E8, asked the other way round
+    with connect(settings) as conn:
+        conn.execute("ANALYZE wikirag_ledger_notes")
+        conn.commit()
+
+    def index_scans() -> int:
+        with connect(settings) as conn:
+            return conn.execute("SELECT coalesce(sum(idx_scan), 0) FROM pg_stat_user_indexes WHERE indexrelname "
+                                "IN ('wikirag_ledger_notes_entities', 'wikirag_ledger_notes_relations')").fetchone()[0]
+
+    before = index_scans()
+    assert store.holders(*question) == expected
+    assert index_scans() > before
+    assert store.holders(set(), []) == set()
+
+    with connect(settings) as conn:
+        conn.execute("DROP INDEX wikirag_ledger_notes_entities, wikirag_ledger_notes_relations")
+        conn.commit()
+    assert PostgresLedgerStore(settings, "ledger_holders").holders(*question) == expected
+    store.load_summaries()
+    store.save_rows(store.head(), {})  # any write adds the indexes
+    assert _rows(settings, "SELECT count(*) FROM pg_indexes WHERE indexname IN "
+                 "('wikirag_ledger_notes_entities', 'wikirag_ledger_notes_relations')") == [(2,)]
+    assert store.holders(*question) == expected
+    store.delete()
+
+
 def test_ledger_save_is_all_or_nothing(settings, tmp_path, monkeypatch):
     store = PostgresLedgerStore(settings, "ledger_atomic")
     doc = _ledger_doc(5)

@@ -91,12 +91,20 @@ def _add_digest_column(conn: sqlite3.Connection) -> None:
 
 def get_doc(conn: sqlite3.Connection, name: str) -> Any:
     row = conn.execute("SELECT value FROM docs WHERE name = ?", (name,)).fetchone()
-    return json.loads(row[0]) if row else None
+    if not row:
+        return None
+    try:  # orjson: the manifest is one such document, 18,000 files' stat data at 13,000 notes
+        return orjson.loads(row[0])
+    except orjson.JSONDecodeError:  # what only json writes (NaN) or reads
+        return json.loads(row[0])
 
 
 def put_doc(conn: sqlite3.Connection, name: str, value: Any) -> None:
-    conn.execute("INSERT OR REPLACE INTO docs (name, value) VALUES (?, ?)",
-                 (name, json.dumps(value, ensure_ascii=False)))
+    try:
+        text = orjson.dumps(value).decode()
+    except TypeError:  # a lone surrogate or an integer beyond 64 bits: orjson refuses them, json does not
+        text = json.dumps(value, ensure_ascii=False)
+    conn.execute("INSERT OR REPLACE INTO docs (name, value) VALUES (?, ?)", (name, text))
 
 
 def _dumps(value: Any) -> str:
