@@ -196,3 +196,31 @@ def test_the_names_digest_takes_a_lone_surrogate():
 
     odd = names_key({"a.md": "Odd \ud800"}, {})
     assert len(odd) == 40 and odd != names_key({"a.md": "Odd \ud801"}, {}) != names_key({"a.md": "Odd"}, {})
+
+
+def test_an_edit_run_decodes_no_unchanged_note_from_the_parse_cache(tmp_path: Path, monkeypatch):
+    """Work proportional to the change: after one note is edited, the run re-parses that note and restores every
+    other note's resolutions and signature without decoding its text or links (index.parsecache.CachedNote,
+    vault.model.RestoredLinks); the store it leaves equals a fresh index."""
+    from tests.storekit import indexed_copy
+    from wikirag.index.parsecache import CachedNote
+    from wikirag.index.run import run_index
+
+    config = indexed_copy(SAMPLE, tmp_path / "vault")
+    edited = sorted(config.vault.rglob("*.md"))[10]
+    edited.write_text(edited.read_text(encoding="utf-8") + "\nOne more line about [[Alan Turing]].\n",
+                      encoding="utf-8")
+    decoded: list[str] = []
+    real = CachedNote._materialize
+
+    def counting(self):
+        if type(self) is CachedNote:
+            decoded.append(self.path)
+        return real(self)
+
+    monkeypatch.setattr(CachedNote, "_materialize", counting)
+    report = run_index(config, embedding_func=HashEmbedding().func())
+    assert report.notes_changed == 1 and decoded == []
+    fresh = load_config(copy_vault(config.vault, tmp_path / "fresh"), store=tmp_path / "fresh_store")
+    run_index(fresh, embedding_func=HashEmbedding().func())
+    assert snapshot(config) == snapshot(fresh)

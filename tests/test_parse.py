@@ -432,11 +432,51 @@ def test_notes_come_back_from_the_parse_cache_as_parsed(tmp_path) -> None:
 
     path = next(p for p, n in notes.items() if n.links)
     db = sqlite3.connect(tmp_path / "wikirag_index.sqlite")
-    row = json.loads(db.execute("SELECT note FROM parsed_notes WHERE path = ?", (path,)).fetchone()[0])
-    del row["route_override"], row["links"][0]["context"]
+    head, rest = map(json.loads, db.execute("SELECT note FROM parsed_notes WHERE path = ?",
+                                            (path,)).fetchone()[0].split("\n"))
+    del head["route_override"], rest["links"][0]["context"], rest["block_ids"]
     with db:
-        db.execute("UPDATE parsed_notes SET note = ? WHERE path = ?", (json.dumps(row), path))
+        db.execute("UPDATE parsed_notes SET note = ? WHERE path = ?",
+                   (json.dumps(head) + "\n" + json.dumps(rest), path))
     db.close()
     old = load_parse_cache(tmp_path, "o200k_base")[path][1]
-    assert old.route_override is None and old.links[0].context == ""
+    assert old.route_override is None and old.links[0].context == "" and old.block_ids == []
     assert old.links[1:] == notes[path].links[1:] and old.body == notes[path].body
+
+
+def test_a_cached_note_decodes_its_text_and_links_only_when_read(tmp_path) -> None:
+    """A note from the parse cache holds its names and figures decoded and the rest as the row's text until a
+    field of it is read; then it is a plain ParsedNote equal to the parse, whichever field was read first, and
+    it compares, copies, converts (asdict) and takes a new value as a parsed note does."""
+    import copy
+    import dataclasses
+    from pathlib import Path
+
+    from wikirag.index.parsecache import CachedNote, load_parse_cache, save_parse_cache
+    from wikirag.models import ParsedNote
+    from wikirag.vault.model import Vault
+
+    vault = Vault.load(Path(__file__).resolve().parents[1] / "sample_vault")
+    notes = vault.notes
+    save_parse_cache(tmp_path, "o200k_base", notes, vault.digests, dict.fromkeys(notes, 7))
+    cache = load_parse_cache(tmp_path, "o200k_base")
+    path = next(p for p, n in notes.items() if n.links and n.headings and n.aliases)
+    lazy = {p: note for p, (_d, note, _t) in cache.items()}
+    assert all(type(n) is CachedNote for n in lazy.values())
+    note = lazy[path]
+    assert (note.title, note.aliases, note.tags, note.words) == (notes[path].title, notes[path].aliases,
+                                                                notes[path].tags, notes[path].words)
+    assert type(note) is CachedNote  # head fields read: nothing else decoded
+    assert note.links == notes[path].links and type(note) is ParsedNote and note == notes[path]
+    for field in ("body", "headings", "frontmatter", "description", "block_ids"):
+        other = load_parse_cache(tmp_path, "o200k_base")[path][1]
+        assert getattr(other, field) == getattr(notes[path], field) and other == notes[path]
+    fresh = load_parse_cache(tmp_path, "o200k_base")
+    assert notes[path] == fresh[path][1] and fresh[path][1] == notes[path]  # either side of ==
+    assert dataclasses.asdict(load_parse_cache(tmp_path, "o200k_base")[path][1]) == dataclasses.asdict(notes[path])
+    assert copy.deepcopy(load_parse_cache(tmp_path, "o200k_base")[path][1]) == notes[path]
+    changed = load_parse_cache(tmp_path, "o200k_base")[path][1]
+    changed.body = "new text"
+    assert changed.body == "new text" and changed.links == notes[path].links
+    replaced = dataclasses.replace(load_parse_cache(tmp_path, "o200k_base")[path][1], title="T")
+    assert replaced.title == "T" and replaced.links == notes[path].links

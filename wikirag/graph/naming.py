@@ -53,12 +53,14 @@ def unresolved_names(vault: Any, names: Mapping[str, str]) -> dict[str, str]:
     was), else the smallest spelling seen. `names` maps note paths to their entity names."""
     by_casefold = {name.casefold(): name for name in names.values()}
     spellings: dict[str, set[str]] = {}
+    restored = getattr(vault, "restored_unresolved_names", None)  # a Vault: saved names, links left undecoded
     for path in vault.notes:
-        for link, resolution in vault.outgoing(path):
-            if resolution.status == "unresolved":
-                name = unresolved_name(link)
-                if name:
-                    spellings.setdefault(name.casefold(), set()).add(name)
+        saved = restored(path) if restored is not None else None
+        found = saved if saved is not None else (
+            unresolved_name(link) for link, resolution in vault.outgoing(path) if resolution.status == "unresolved")
+        for name in found:
+            if name:
+                spellings.setdefault(name.casefold(), set()).add(name)
     return {key: by_casefold.get(key, min(values)) for key, values in spellings.items()}
 
 

@@ -19,22 +19,26 @@ import hashlib
 import json
 import sqlite3
 import zlib
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from wikirag.index.parsecache import CACHE_VERSION
+from wikirag.graph.naming import unresolved_name
+from wikirag.index.parsecache import CACHE_VERSION, CachedNote
 from wikirag.models import ParsedNote, Resolution
 from wikirag.plan.routing import NoteFeatures, RouteDecision
 from wikirag.storage.sqlite_store import connect_index_db, get_doc, index_db_transaction, put_doc
 from wikirag.vault.links import is_note
+from wikirag.vault.model import RestoredLinks
 
 if TYPE_CHECKING:
     from wikirag.index.planning import Plan
     from wikirag.vault.model import Vault
 
-DERIVED_VERSION = 1  # bump when a row's encoding or what it derives from changes
+DERIVED_VERSION = 2  # bump when a row's encoding or what it derives from changes
+# 2: unresolved links carry their entity name (RestoredLinks.unresolved_names)
 _DOC = "derived_notes"
 _STATUS = {"r": "resolved", "a": "ambiguous", "s": "self", "u": "unresolved"}
 _CODE = {v: k for k, v in _STATUS.items()}
@@ -80,22 +84,39 @@ class Derived:
             return None
         return row
 
-    def outgoing(self, path: str, digest: str, note: ParsedNote) -> list | None:
-        """The note's (link, Resolution) pairs from its row, or None (no valid row for these bytes)."""
+    def outgoing(self, path: str, digest: str, note: ParsedNote) -> list | RestoredLinks | None:
+        """The note's (link, Resolution) pairs from its row, or None (no valid row for these bytes). A note
+        from the parse cache gets them as RestoredLinks, its links left undecoded until read."""
         row = self._row(path, digest)
         if row is None:
             return None
         try:
             stored = orjson.loads(row[1])
-            if not isinstance(stored, list) or len(stored) != len(note.links):
+            if not isinstance(stored, list) or not all(isinstance(item, list) and item for item in stored):
                 return None
-            known = self._resolutions
-            pairs = [(link, known.get(key) or self._resolution(key))
-                     for link, key in zip(note.links, map(tuple, stored), strict=True)]
+            unresolved = [item[1] for item in stored if item[0] == "u" and len(item) > 1 and item[1]]
+            if not all(isinstance(name, str) for name in unresolved):
+                return None
+            if isinstance(note, CachedNote):
+                pairs: list | RestoredLinks = RestoredLinks(note, partial(self._decoded, stored), unresolved)
+            else:
+                resolutions = self._decoded(stored)
+                if resolutions is None or len(resolutions) != len(note.links):
+                    return None
+                pairs = list(zip(note.links, resolutions, strict=True))
         except (orjson.JSONDecodeError, TypeError, KeyError, ValueError):
             return None
         self.restored.add(path)
         return pairs
+
+    def _decoded(self, stored: list) -> list[Resolution] | None:
+        """The Resolutions a row's items stand for, or None when an item is not one."""
+        known = self._resolutions
+        try:
+            return [known.get(key) or self._resolution(key)
+                    for key in (("u",) if item[0] == "u" else tuple(item) for item in stored)]
+        except (TypeError, KeyError, ValueError):
+            return None
 
     def _resolution(self, item: tuple) -> Resolution:
         """The Resolution a stored item stands for (Resolutions are immutable: one per distinct value)."""
@@ -149,8 +170,10 @@ def _encode_decision(decision: RouteDecision) -> str:
 
 
 def _encode_links(pairs: list) -> str:
-    return orjson.dumps([[_CODE[r.status], r.path, *r.candidates] if r.path is not None else [_CODE[r.status]]
-                         for _, r in pairs]).decode()
+    """Per link its resolution: [status code, path, *candidates], or for an unresolved link ["u", the entity
+    name planning gives it] (graph.naming.unresolved_name), so a run reads unresolved names without links."""
+    return orjson.dumps([[_CODE[r.status], r.path, *r.candidates] if r.path is not None
+                         else [_CODE[r.status], unresolved_name(link)] for link, r in pairs]).decode()
 
 
 def load_derived(workspace_dir: Path, config_key: str) -> Derived:

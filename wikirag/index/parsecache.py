@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 import time
-from dataclasses import asdict
+from dataclasses import MISSING, asdict
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from wikirag.models import Heading, ParsedNote, WikiLink
 from wikirag.storage.sqlite_store import connect_index_db, get_doc, index_db_transaction, put_doc
 from wikirag.vault.model import cyclic_gc_paused
 
-CACHE_VERSION = 2
+CACHE_VERSION = 3  # 3: rows are head JSON + newline + rest JSON (CachedNote)
 RACY_NS = 2_000_000_000  # a file modified this close before its row was written may change unseen
 
 
@@ -42,19 +43,87 @@ class ParseCache(dict):
         return {p: f for p, (d, f) in self.figures.items() if digests.get(p) == d}
 
 
-def _note_from_dict(data: dict) -> ParsedNote:
-    """The ParsedNote a row holds (`data`, decoded JSON, is used up)."""
-    data["headings"] = [_built(Heading, _HEADING_FIELDS, h) for h in data["headings"]]
-    links = data["links"]
-    for i, link in enumerate(links):
-        link["section"] = tuple(link["section"])
-        links[i] = _built(WikiLink, _LINK_FIELDS, link)
-    return _built(ParsedNote, _NOTE_FIELDS, data)
-
-
-_NOTE_FIELDS = frozenset(ParsedNote.__dataclass_fields__)
+# What every run reads of every note (names, routing overrides, figures), decoded when a row is loaded; the
+# rest (text, headings, links with their contexts: most of a row) is decoded when first read (CachedNote).
+_HEAD_FIELDS = ("path", "name", "title", "type", "aliases", "tags", "frontmatter_error", "body_line_offset",
+                "links_in_code_ignored", "words", "route_override")
+_NOTE_FIELDS = ParsedNote.__dataclass_fields__
+_REST_FIELDS = tuple(f for f in _NOTE_FIELDS if f not in _HEAD_FIELDS)
 _LINK_FIELDS = frozenset(WikiLink.__dataclass_fields__)
 _HEADING_FIELDS = frozenset(Heading.__dataclass_fields__)
+_MATERIALIZE = threading.Lock()
+
+
+class CachedNote(ParsedNote):
+    """A ParsedNote read from a parse-cache row. Its head fields are set; the others are decoded from the row
+    on first read of any of them, and the object then becomes a plain ParsedNote (its class is switched), equal
+    to what parse_note gave. An edit run reads the text and links of the notes it re-derives, not of 13,000."""
+
+    def _materialize(self) -> ParsedNote:
+        with _MATERIALIZE:
+            if type(self) is CachedNote:
+                rest = orjson.loads(self.__dict__.pop("_rest"))
+                rest["headings"] = [_built(Heading, _HEADING_FIELDS, h) for h in rest.get("headings", ())]
+                links = rest.get("links", [])
+                for i, link in enumerate(links):
+                    link["section"] = tuple(link.get("section", ()))
+                    links[i] = _built(WikiLink, _LINK_FIELDS, link)
+                _fill_defaults(rest, _REST_FIELDS)
+                self.__dict__.update((name, rest[name]) for name in _REST_FIELDS)
+                self.__class__ = ParsedNote  # type: ignore[assignment]
+        return self
+
+    def __eq__(self, other: object) -> bool:
+        return self._materialize() == other
+
+    __hash__ = None  # type: ignore[assignment]  (as ParsedNote's: a dataclass with eq)
+
+
+def _lazy_field(name: str) -> property:
+    def read(self: CachedNote) -> Any:
+        return getattr(self._materialize(), name)
+
+    def write(self: CachedNote, value: Any) -> None:
+        setattr(self._materialize(), name, value)
+
+    return property(read, write)
+
+
+for _name in _REST_FIELDS:
+    setattr(CachedNote, _name, _lazy_field(_name))
+
+
+def _fill_defaults(data: dict, names: tuple[str, ...]) -> None:
+    """A field a row lacks (written before the field existed) gets the field's default."""
+    for name in names:
+        if name not in data:
+            spec = _NOTE_FIELDS[name]
+            data[name] = spec.default_factory() if spec.default is MISSING else spec.default  # type: ignore[misc]
+
+
+def _note_from_row(text: str) -> CachedNote:
+    """The note a row holds: its head decoded now, the rest kept as JSON text until read."""
+    head_text, _, rest_text = text.partition("\n")
+    head = orjson.loads(head_text)
+    _fill_defaults(head, _HEAD_FIELDS)
+    note = object.__new__(CachedNote)
+    note.__dict__.update((name, head[name]) for name in _HEAD_FIELDS)
+    note.__dict__["_rest"] = rest_text or "{}"
+    return note
+
+
+def _row_text(note: ParsedNote) -> str:
+    """A row: the head fields' JSON, a newline, the other fields' JSON (JSON text holds no raw newline)."""
+    head = {name: getattr(note, name) for name in _HEAD_FIELDS}
+    rest = {name: _plain(getattr(note, name)) for name in _REST_FIELDS}
+    return json.dumps(head, ensure_ascii=False) + "\n" + json.dumps(rest, ensure_ascii=False)
+
+
+def _plain(value: Any) -> Any:
+    """Headings and links as dicts (dataclasses.asdict on a list of them)."""
+    if isinstance(value, list) and value and hasattr(value[0], "__dataclass_fields__"):
+        return [asdict(item) for item in value]
+    return value
 
 
 def _built(cls: type, fields: frozenset[str], data: dict) -> Any:
@@ -89,7 +158,7 @@ def load_parse_cache(workspace_dir: Path, encoding: str) -> ParseCache:
             conn.close()
         with cyclic_gc_paused():
             for path, digest, note, tokens in rows:
-                cache[path] = (digest, _note_from_dict(orjson.loads(note)), tokens)
+                cache[path] = (digest, _note_from_row(note), tokens)
         cache.stats = {p: (size, mtime) for p, size, mtime, written in stats
                        if p in cache and mtime < written - RACY_NS}
         cache.figures = {p: (digest, (body, prose, covered)) for p, digest, body, prose, covered in figures}
@@ -128,8 +197,7 @@ def save_parse_cache(workspace_dir: Path, encoding: str, notes: dict[str, Parsed
                              "VALUES (?, ?, ?, ?, ?)", [(p, digests[p], *f) for p, f in sorted((figures or {}).items())
                                                         if p in notes and old_figures.get(p) != (digests[p], tuple(f))])
             conn.executemany("INSERT OR REPLACE INTO parsed_notes (path, digest, note, tokens) VALUES (?, ?, ?, ?)",
-                             [(p, digests[p], json.dumps(asdict(notes[p]), ensure_ascii=False), body_tokens[p])
-                              for p in changed])
+                             [(p, digests[p], _row_text(notes[p]), body_tokens[p]) for p in changed])
             old_stats = getattr(cached, "stats", {})
             fresh = [(p, *stats[p], now) for p in notes
                      if p in stats and p in unread_ok and old_stats.get(p) != stats[p]]

@@ -9,6 +9,7 @@ import hashlib
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,40 @@ from wikirag.models import ParsedNote, ReadIssue, Resolution, WikiLink
 from wikirag.vault.ignore import IgnoreRules
 from wikirag.vault.links import LinkIndex, is_note, link_name_key, name_keys
 from wikirag.vault.read import MAX_NOTE_BYTES, ScanResult, inside_folder, nfc, read_note, scan_files
+
+
+class RestoredLinks(Sequence):
+    """A note's (link, Resolution) pairs restored from a row an earlier run saved (index.derived), made from
+    the note's links when first read: a run that does not re-derive the note never decodes its links (a note
+    from the parse cache decodes them on first read, index.parsecache.CachedNote). `unresolved_names` are
+    the entity names of its unresolved links as saved with the row (what planning reads of every note).
+    `decode` gives the saved Resolutions; if they are unusable or do not match the links one for one, each
+    link is resolved again with `resolve` (Vault.load binds it)."""
+
+    __slots__ = ("_note", "_decode", "_pairs", "resolve", "unresolved_names")
+
+    def __init__(self, note: ParsedNote, decode: Any, unresolved_names: list[str]) -> None:
+        self._note, self._decode, self.unresolved_names = note, decode, unresolved_names
+        self._pairs: list[tuple[WikiLink, Resolution]] | None = None
+        self.resolve: Any = None
+
+    def _built(self) -> list[tuple[WikiLink, Resolution]]:
+        if self._pairs is None:
+            links = self._note.links
+            resolutions = self._decode()
+            if resolutions is None or len(resolutions) != len(links):
+                resolutions = [self.resolve(link) for link in links]
+            self._pairs = list(zip(links, resolutions, strict=True))
+        return self._pairs
+
+    def __iter__(self) -> Iterator[tuple[WikiLink, Resolution]]:
+        return iter(self._built())
+
+    def __len__(self) -> int:
+        return len(self._built())
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._built()[index]
 
 
 class Vault:
@@ -109,6 +144,8 @@ class Vault:
                 if pairs is None:
                     vault._link(path)
                 else:
+                    if isinstance(pairs, RestoredLinks):
+                        pairs.resolve = partial(vault.resolve, path)
                     vault._outgoing[path] = pairs
         return vault
 
@@ -124,6 +161,12 @@ class Vault:
     def outgoing(self, path: str) -> list[tuple[WikiLink, Resolution]]:
         """The note's links in document order (frontmatter first), each with its resolution."""
         return list(self._outgoing.get(path, ()))
+
+    def restored_unresolved_names(self, path: str) -> list[str] | None:
+        """The entity names of the note's unresolved links as an earlier run saved them, while its resolutions
+        are the restored ones (RestoredLinks); None otherwise (read them from `outgoing`)."""
+        pairs = self._outgoing.get(path)
+        return pairs.unresolved_names if isinstance(pairs, RestoredLinks) else None
 
     def backlinks(self, path: str) -> set[str]:
         """Notes with a link that resolves to `path` (a note linking to itself is not counted)."""
