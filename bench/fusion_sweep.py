@@ -111,7 +111,7 @@ def evaluate(data: dict[str, Any], fusion: Fusion) -> dict[str, tuple[float, flo
         expected = set(item["notes"])
         for mode in (*MODES, "search"):
             rankings = by_mode["naive" if mode == "search" else mode]
-            per[mode].append(score([p for p, _s, _f in fuse(notes, rankings, fusion)], expected))
+            per[mode].append(score([p for p, _s, _f in fuse(notes, rankings, fusion, data["lexical"])], expected))
     return {m: (statistics.mean(r for r, _ in v), statistics.mean(rr for _, rr in v)) for m, v in per.items()}
 
 

@@ -39,7 +39,7 @@ def ranked(data: dict[str, Any], question: str, answers: dict[str, Any]) -> dict
         paths = [s.path for s in answers[mode].sources]
         out[mode] = [p for p, _ in fused_sources(notes, lexical, question, answers[mode], paths)[:max(5, len(paths))]]
     rankings, _ = note_rankings(notes, lexical, question, chunks=answers["naive"].chunks)
-    out["search"] = [p for p, _s, _f in fuse(notes, rankings)]
+    out["search"] = [p for p, _s, _f in fuse(notes, rankings, index=lexical)]
     return out
 
 

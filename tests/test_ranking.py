@@ -79,6 +79,42 @@ def test_fusion_keeps_bm25s_head_and_reorders_below_it():
     assert all("graph" not in f for _p, _s, f in fuse(notes, rankings, silent))
 
 
+def test_a_navigation_note_is_demoted_below_the_prose_note_that_answers():
+    """A note that is mostly links (a hub listing every name) matches the words of a thematic question best and
+    BM25 ranks it first; fusion with the lexical index halves its score, so the prose note comes first. Without
+    the index, or with the factor at 1, BM25's order stands; a prose note with as many links is not touched."""
+    index = _index([("Index.md", "enigma bombe colossus lorenz"),
+                    ("Bombe.md", "the bombe broke enigma settings daily at bletchley with cribs " * 10),
+                    ("Lorenz.md", "colossus read lorenz teleprinter traffic " * 4)])
+    notes = NoteTable({"Index.md": {"links": 4}, "Bombe.md": {"links": 4}, "Lorenz.md": {"links": 1}})
+    rankings = {"lexical": lexical_notes(index, "enigma bombe colossus", FUSION)[0]}
+    assert rankings["lexical"][0] == "Index.md"
+    assert [p for p, _s, _f in fuse(notes, rankings)][0] == "Index.md"  # no index: nothing is known
+    fused = [p for p, _s, _f in fuse(notes, rankings, FUSION, index)]
+    assert fused.index("Bombe.md") < fused.index("Index.md")
+    off = Fusion(weights=FUSION.weights, k=FUSION.k, nav_density=FUSION.nav_density, nav_factor=1.0)
+    assert [p for p, _s, _f in fuse(notes, rankings, off, index)] == [p for p, _s, _f in fuse(notes, rankings)]
+    from wikirag.query.ranking import navigation_notes
+
+    assert navigation_notes(notes, index, FUSION.nav_density) == {"Index.md"}
+
+
+def test_the_names_rows_count_the_distinct_names_a_note_links_to(sample_store):
+    """`links` in a note's names row: the distinct names its own links reach (what marks a navigation note),
+    not the entities extracted from its text nor repeated links."""
+    from wikirag.index.ledger import Ledger
+    from wikirag.query.notes import read_note_table
+
+    table = read_note_table(sample_store)
+    ledger = Ledger.load(sample_store.workspace_dir)
+    for path, row in table.notes.items():
+        entry = ledger.notes[path]
+        linked = {f.tgt for f in entry.relations if f.src == entry.entity}
+        assert row["links"] == len(linked & {f.name for f in entry.entities if f.rank == 1})
+    hub = max(table.notes, key=lambda p: table.notes[p]["links"])
+    assert hub == "Index.md" and table.notes[hub]["links"] >= 15
+
+
 def test_graph_modes_cite_the_notes_of_their_entities_and_no_fusion_keeps_lightrags_order(sample_store):
     config = sample_store
     question = "Who came up with the Bombe's diagonal board, and why did it make the machine more effective?"

@@ -107,10 +107,20 @@ class LexicalIndex:
     # per note its chunks' digest when last synced (index.ledger.chunks_digest): what the next sync compares
     note_keys: dict[str, str] = field(default_factory=dict)
     _vocab_index: dict[str, int] | None = None
+    _note_tokens: dict[str, int] | None = None
 
     @property
     def size(self) -> int:
         return len(self.chunk_ids)
+
+    def tokens_per_note(self) -> dict[str, int]:
+        """Search tokens per note over all its chunks (computed once per loaded index)."""
+        if self._note_tokens is None:
+            counts: dict[str, int] = {}
+            for path, n in zip(self.chunk_paths, np.diff(self.offsets).tolist(), strict=True):
+                counts[path] = counts.get(path, 0) + n
+            self._note_tokens = counts
+        return self._note_tokens
 
     def term_id(self, token: str) -> int | None:
         if self._vocab_index is None:

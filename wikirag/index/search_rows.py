@@ -24,21 +24,24 @@ import orjson
 
 from wikirag.storage.sqlite_store import connect_index_db, get_doc, index_db_transaction, put_doc
 
-TABLE_ROWS_VERSION = 2  # bump when names_row or links_row change: saved rows are then derived again
-# 2: rows in SQLite (search_notes) with refcounted entity names and relation keys
+TABLE_ROWS_VERSION = 3  # bump when names_row or links_row change: saved rows are then derived again
+# 2: rows in SQLite (search_notes) with refcounted entity names and relation keys; 3: names rows count links
 _HEAD_DOC = "search_rows"
 
 _NAMES_ROW_KEYS = frozenset({"title", "entity", "aliases", "entities", "entity_record", "tags", "status", "doc_id",
-                             "chunks"})
+                             "chunks", "links"})
 
 
 def names_row(entry: Any) -> dict[str, Any]:
-    """What queries need to name a note: title, aliases, entity names, tags, status, doc id."""
+    """What queries need to name a note: title, aliases, entity names, tags, status, doc id, and how many
+    distinct names its own links reach (what marks a navigation note, query.ranking.navigation_notes)."""
     names = {f.name for f in entry.entities}
+    linked = {f.name for f in entry.entities if f.rank == 1}
+    targets = {f.tgt for f in entry.relations if f.src == entry.entity and f.tgt in linked}
     return {"title": entry.title, "entity": entry.entity, "aliases": list(entry.aliases),
             "entities": sorted(names - {entry.entity}), "entity_record": entry.entity in names,
             "tags": list(entry.tags), "status": entry.status, "doc_id": entry.doc_id,
-            "chunks": len(entry.chunk_ids)}
+            "chunks": len(entry.chunk_ids), "links": len(targets)}
 
 
 def links_row(entry: Any) -> list[list[str]]:

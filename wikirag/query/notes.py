@@ -41,11 +41,20 @@ def as_question(text: str) -> str:
 
 @dataclass
 class NoteTable:
-    """Per note path: title, entity, aliases, entities, tags, status, doc_id, chunks."""
+    """Per note path: title, entity, aliases, entities, tags, status, doc_id, chunks, links."""
 
     notes: dict[str, dict[str, Any]]
     workspace_dir: Path | None = None
     last_run: dict[str, Any] = field(default_factory=dict)
+    _memo: dict[Any, tuple[Any, Any]] = field(default_factory=dict, repr=False, compare=False)
+
+    def memo(self, key: Any, anchor: Any, make: Any) -> Any:
+        """`make()`, computed once per `key` while `anchor` (the other object it is derived from, such as a
+        loaded lexical index's figures) is the same object: a warm engine asks per question."""
+        hit = self._memo.get(key)
+        if hit is None or hit[0] is not anchor:
+            hit = self._memo[key] = (anchor, make())
+        return hit[1]
 
     @cached_property
     def by_name(self) -> dict[str, list[str]]:

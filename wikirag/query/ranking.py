@@ -37,6 +37,10 @@ class Fusion:
     spread: float = 0.0
     name_share: float = 0.02
     depth: int = 100  # BM25 chunks read per query
+    # Navigation notes (hubs, maps of content, link tables): a note with at least `nav_density` distinct link
+    # targets per BM25 token of its text has its fused score multiplied by `nav_factor` (1: no demotion).
+    nav_density: float = 0.0
+    nav_factor: float = 1.0
 
 
 # Chosen by bench/fusion_sweep.py on the sample vault's 44 questions and checked on the 32 data-engineering
@@ -47,9 +51,13 @@ class Fusion:
 # thematic question spans). Names at any weight gained nothing on either set and cost MRR where titles are
 # common words ("Python", "AWS"): 0.1 keeps a note found only by its alias in the list (cost: MRR -0.002).
 # Aggregating more than a note's best chunk (spread) lowered MRR on the long-note set.
+# A note that is mostly links answers few questions but matches many words of thematic ones (every name it
+# lists): at 0.075 link targets per token or more (the middle of the plateau 0.066-0.084 found on the sample
+# set alone, the weakest factor of the plateau 0.5-1.0) its score is halved. Held out it gains or keeps every
+# figure (docs/retrieval.md, "Navigation notes").
 TUNED_ON = ("sample_vault",)  # the question sets (bench/questions/) the weights were chosen on
 FUSION = Fusion(weights={"names": 0.1, "lexical": 1.0, "lightrag": 0.2, "graph": 0.2}, k=5, spread=0.0,
-                name_share=0.02)
+                name_share=0.02, nav_density=0.075, nav_factor=0.5)
 
 
 def rrf(rankings: dict[str, list[str]], k: int = 60, weights: dict[str, float] | None = None) -> list[tuple[str,
@@ -138,9 +146,27 @@ def note_rankings(notes: NoteTable, index: LexicalIndex | None, query: str, *,
     return rankings, headings
 
 
-def fuse(notes: NoteTable, rankings: dict[str, list[str]], fusion: Fusion = FUSION) -> list[tuple[str, float,
-                                                                                                   list[str]]]:
-    """(path, score, the signals that found it), best first, notes of this vault only."""
+def navigation_notes(notes: NoteTable, index: LexicalIndex | None, density: float) -> frozenset[str]:
+    """Notes with at least `density` distinct link targets (names row "links") per BM25 token of their chunks:
+    hubs and maps of content, whose text is mostly the names they link."""
+    if index is None or density <= 0:
+        return frozenset()
+    tokens = index.tokens_per_note()
+    return notes.memo(("navigation", density), tokens, lambda: frozenset(
+        p for p, row in notes.notes.items()
+        if tokens.get(p, 0) > 0 and int(row.get("links") or 0) >= density * tokens[p]))
+
+
+def fuse(notes: NoteTable, rankings: dict[str, list[str]], fusion: Fusion = FUSION,
+         index: LexicalIndex | None = None) -> list[tuple[str, float, list[str]]]:
+    """(path, score, the signals that found it), best first, notes of this vault only. With the lexical `index`,
+    navigation notes (`navigation_notes`) have their score multiplied by `fusion.nav_factor`."""
+    scored = [(p, s) for p, s in rrf(rankings, fusion.k, fusion.weights) if p in notes.notes]
+    if fusion.nav_factor != 1:
+        navigation = navigation_notes(notes, index, fusion.nav_density)
+        if navigation:
+            scored = sorted(((p, s * fusion.nav_factor if p in navigation else s) for p, s in scored),
+                            key=lambda kv: (-kv[1], kv[0]))
     return [(p, s, [n for n, ids in rankings.items() if p in ids and fusion.weights.get(n, 1.0) > 0])
-            for p, s in rrf(rankings, fusion.k, fusion.weights) if p in notes.notes]
+            for p, s in scored]
 

@@ -57,7 +57,7 @@ def fused_sources(notes: NoteTable, index: LexicalIndex | None, question: str, r
     rankings, _ = note_rankings(notes, index, question, chunks=retrieved.chunks, entities=retrieved.entities,
                                 relations=retrieved.relations)
     rankings["lightrag"] = list(dict.fromkeys([*rankings["lightrag"], *sources]))
-    return [(p, found) for p, _score, found in fuse(notes, rankings)]
+    return [(p, found) for p, _score, found in fuse(notes, rankings, FUSION, index)]
 
 
 def best_passages(text: str, query: str, count: int = 2, width: int = 320) -> tuple[list[str], list[str]]:
@@ -131,7 +131,7 @@ async def search_notes(config: WikiragConfig, query: str, *, notes: NoteTable, l
         path = chunk.get("file_path", "")
         if path and path not in headings and chunk.get("heading"):
             headings[path] = str(chunk.get("heading"))
-    fused = fuse(notes, rankings, FUSION)[:limit]
+    fused = fuse(notes, rankings, FUSION, lexical)[:limit]
     hits = []
     for path, score, found in fused:
         section, passages = best_passages(read_note_text(config.vault, path), query)
