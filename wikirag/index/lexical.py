@@ -82,7 +82,10 @@ def tokenize(text: str) -> list[str]:
 
 
 def _join(items: list[str]) -> np.ndarray:
-    return np.frombuffer("\n".join(s.replace("\n", " ") for s in items).encode("utf-8"), dtype=np.uint8)
+    text = "\n".join(items)
+    if text.count("\n") != max(len(items) - 1, 0):  # an item holds a newline (a heading can't; be safe)
+        text = "\n".join(s.replace("\n", " ") for s in items)
+    return np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
 
 
 def _split(array: np.ndarray, count: int) -> list[str]:
@@ -269,7 +272,7 @@ async def sync_search_files(rag: Any, ledger: Any, workspace_dir: Path, last_run
     counts (index.search_rows.sync_rows).
     """
     notes = ledger.notes
-    keys = {p: _note_key(notes, p) for p in notes}
+    keys = note_keys(ledger)
     if old is None or dirty is None:
         old = build_index([])
         dirty = set(keys)
@@ -305,13 +308,19 @@ async def sync_search_files(rag: Any, ledger: Any, workspace_dir: Path, last_run
     return counts
 
 
+def note_keys(ledger: Any) -> dict[str, str]:
+    """Per note what the index records of its chunks (`_note_key`)."""
+    notes = ledger.notes
+    return {p: _note_key(notes, p) for p in notes}
+
+
 def dirty_notes(old: LexicalIndex | None, ledger: Any) -> set[str] | None:
     """The notes whose chunks differ from what `old` recorded (gone notes included); None without an index."""
     if old is None:
         return None
-    current = ledger.notes
-    dirty = {p for p in current if old.note_keys.get(p) != _note_key(current, p)}
-    return dirty | {p for p in old.note_keys if p not in current}
+    keys = note_keys(ledger)
+    dirty = {p for p, key in keys.items() if old.note_keys.get(p) != key}
+    return dirty | {p for p in old.note_keys if p not in keys}
 
 
 async def sync_after_run(rag: Any, ledger: Any, workspace_dir: Path, summary: dict[str, Any]) -> tuple[int, int]:

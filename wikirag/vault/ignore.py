@@ -70,6 +70,8 @@ class IgnoreRules:
         return self._globbed(rel, rel + "/") or any((rel + "/").startswith(p) for p in self.prefixes)
 
     def file_ignored(self, rel: str) -> bool:
+        if self.globs is None and not self.prefixes and not self.regexes:
+            return False  # no rules (most vaults): asked once per file of the vault
         return (
             self._globbed(rel, rel)
             or any(rel.startswith(p) for p in self.prefixes)
