@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import signal
@@ -175,6 +176,11 @@ async def watch_vault(
                     if on_batch:
                         on_batch(_failed_batch(batch, set(), exc, time.perf_counter() - started))
                 else:
+                    # While idle, what the first save would otherwise pay: backlinks of every note (80 ms at
+                    # 13,000 notes), and the full collection of what the run froze and handed back to the
+                    # collector at its end (index.run.thaw_long_lived; 0.6 s at 13,000 notes)
+                    vault.prepare_updates()
+                    gc.collect()
                     if on_initial:
                         on_initial(initial)
                     retry.after(initial, hinting is not None)

@@ -237,6 +237,11 @@ class Vault:
             self._forget(p)
         self.issues = [i for i in self.issues if i.path != path and not i.path.startswith(path + "/")]
 
+    def prepare_updates(self) -> None:
+        """Build now what the first `update_file` / `remove_file` would build (backlinks and the name index over
+        every note): a watcher calls this while idle, so its first save costs what later ones do."""
+        self._ensure_book()
+
     def take_touched(self) -> set[str]:
         """The notes whose parse or link resolutions changed (or that went away) since the last call:
         what an incremental planner must look at again."""
