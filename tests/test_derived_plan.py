@@ -187,6 +187,15 @@ def test_damaged_or_stale_rows_are_not_trusted(tmp_path: Path, monkeypatch):
     assert len(derived.restored) == len(got.vault.notes) - 1
     _same_plan(got, want)
 
+    # rows saved under another LightRAG: its name normalisation made their unresolved link names, not trusted
+    import wikirag.index.derived as derived_module
+
+    monkeypatch.setattr(derived_module, "normalizer_version", lambda: "0.0-another")
+    edited.write_text(edited.read_text() + "\nUnder another LightRAG.\n")
+    got, want, derived = runs.index(other)
+    assert not derived.restored
+    _same_plan(got, want)
+
 
 
 def test_the_names_digest_takes_a_lone_surrogate():

@@ -235,3 +235,23 @@ def test_a_ledger_from_before_row_digests_gets_them_on_open(tmp_path: Path):
     again = Ledger.load(ws)
     assert again.notes.summary("n1.md").digest != digests["n1.md"]
     assert again.notes.summary("n2.md").digest == digests["n2.md"] and again.notes == ledger.notes
+
+
+def test_small_documents_keep_their_values(tmp_path):
+    """A document comes back as it was stored: NaN, infinities and integers beyond 64 bits too (orjson, used for
+    the manifest only, would turn the first into null and read the last as floats without an error)."""
+    import math
+
+    from wikirag.storage.sqlite_store import connect_index_db, get_doc, put_doc
+
+    conn = connect_index_db(tmp_path)
+    value = {"nan": math.nan, "inf": math.inf, "big": 2**70, "neg": -(2**65), "text": "é\ud800", "list": [1, 2.5]}
+    put_doc(conn, "doc", value)
+    back = get_doc(conn, "doc")
+    assert math.isnan(back.pop("nan")) and back == {k: v for k, v in value.items() if k != "nan"}
+    manifest = {"notes": {"a.md": [12, 1796160626846270974]}, "issues": ["b.md: bad \ud800"], "big": 2**70}
+    put_doc(conn, "manifest", manifest, fast=True)  # what orjson refuses goes through json
+    assert get_doc(conn, "manifest", fast=True) == manifest
+    put_doc(conn, "manifest", {"notes": {"a.md": [12, 7]}}, fast=True)
+    assert get_doc(conn, "manifest", fast=True) == {"notes": {"a.md": [12, 7]}}
+    conn.close()

@@ -412,6 +412,7 @@ def test_notes_come_back_from_the_parse_cache_as_parsed(tmp_path) -> None:
     import dataclasses
     import json
     import sqlite3
+    import zlib
     from pathlib import Path
 
     from wikirag.index.parsecache import load_parse_cache, save_parse_cache
@@ -435,13 +436,47 @@ def test_notes_come_back_from_the_parse_cache_as_parsed(tmp_path) -> None:
     head, rest = map(json.loads, db.execute("SELECT note FROM parsed_notes WHERE path = ?",
                                             (path,)).fetchone()[0].split("\n"))
     del head["route_override"], rest["links"][0]["context"], rest["block_ids"]
+    rest_text = json.dumps(rest)
+    head["rest_crc"] = zlib.crc32(rest_text.encode())  # as a row written before these fields existed would be
     with db:
-        db.execute("UPDATE parsed_notes SET note = ? WHERE path = ?",
-                   (json.dumps(head) + "\n" + json.dumps(rest), path))
+        db.execute("UPDATE parsed_notes SET note = ? WHERE path = ?", (json.dumps(head) + "\n" + rest_text, path))
     db.close()
     old = load_parse_cache(tmp_path, "o200k_base")[path][1]
     assert old.route_override is None and old.links[0].context == "" and old.block_ids == []
     assert old.links[1:] == notes[path].links[1:] and old.body == notes[path].body
+
+
+def test_a_damaged_parse_cache_row_is_parsed_again_not_trusted(tmp_path) -> None:
+    """A row whose deferred part was damaged (truncated, or edited without its checksum) is dropped when the cache
+    loads, so its note is read and parsed again: the run completes, rewrites the row and equals a fresh index.
+    (Its decoding happens long after the load, where an error would fail every run.)"""
+    import sqlite3
+    from pathlib import Path
+
+    from tests.storekit import HashEmbedding, copy_vault, indexed_copy, snapshot
+    from wikirag.index.parsecache import load_parse_cache
+    from wikirag.index.run import run_index
+    from wikirag.settings import load_config
+
+    sample = Path(__file__).resolve().parents[1] / "sample_vault"
+    config = indexed_copy(sample, tmp_path / "vault")
+    db = sqlite3.connect(config.workspace_dir / "wikirag_index.sqlite")
+    row = db.execute("SELECT note FROM parsed_notes WHERE path = 'Index.md'").fetchone()[0]
+    with db:
+        db.execute("UPDATE parsed_notes SET note = ? WHERE path = 'Index.md'", (row[: len(row) // 2],))
+        db.execute("UPDATE parsed_notes SET note = ? WHERE path = 'people/Alan Turing.md'",
+                   (db.execute("SELECT note FROM parsed_notes WHERE path = 'people/Alan Turing.md'").fetchone()[0]
+                    .replace("Turing", "Touring"),))
+    db.close()
+    cache = load_parse_cache(config.workspace_dir, config.index.encoding)
+    assert "Index.md" not in cache and "people/Alan Turing.md" not in cache and len(cache) > 40
+    (config.vault / "A new note.md").write_text("# A new note\n\nAbout [[Index]].\n", encoding="utf-8")
+    run_index(config, embedding_func=HashEmbedding().func())
+    again = load_parse_cache(config.workspace_dir, config.index.encoding)
+    assert again["Index.md"][1].links and "Secret Writing" in again["Index.md"][1].title
+    fresh = load_config(copy_vault(config.vault, tmp_path / "fresh"), store=tmp_path / "fresh_store")
+    run_index(fresh, embedding_func=HashEmbedding().func())
+    assert snapshot(config) == snapshot(fresh)
 
 
 def test_a_cached_note_decodes_its_text_and_links_only_when_read(tmp_path) -> None:

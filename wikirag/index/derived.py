@@ -27,6 +27,7 @@ import orjson
 
 from wikirag.graph.naming import unresolved_name
 from wikirag.index.parsecache import CACHE_VERSION, CachedNote
+from wikirag.lightrag.ids import normalizer_version
 from wikirag.models import ParsedNote, Resolution
 from wikirag.plan.routing import NoteFeatures, RouteDecision
 from wikirag.storage.sqlite_store import connect_index_db, get_doc, index_db_transaction, put_doc
@@ -66,7 +67,8 @@ class Derived:
 
     def __init__(self, key: dict[str, Any] | None, rows: dict[str, tuple[str, str, str, str, str]],
                  config_key: str) -> None:
-        usable = isinstance(key, dict) and key.get("version") == DERIVED_VERSION and key.get("cache") == CACHE_VERSION
+        usable = (isinstance(key, dict) and key.get("version") == DERIVED_VERSION and key.get("cache") == CACHE_VERSION
+                  and key.get("lightrag") == normalizer_version())
         key = key if usable else {}
         self.key = key
         self.rows = rows  # path -> (digest, links, decision, signature, check) as stored
@@ -197,7 +199,8 @@ def save_derived(workspace_dir: Path, config_key: str, plan: Plan, derived: Deri
     from the stored one, delete those of notes gone, and record the context. Returns the rows written."""
     derived = derived or Derived(None, {}, config_key)
     vault = plan.vault
-    key = {"version": DERIVED_VERSION, "cache": CACHE_VERSION, "config": config_key, "paths": vault.paths_digest,
+    key = {"version": DERIVED_VERSION, "cache": CACHE_VERSION, "lightrag": normalizer_version(),
+           "config": config_key, "paths": vault.paths_digest,
            "names": derived.names_key or names_key(plan.names, plan.unresolved)}
     kept = derived.restored & derived.decided & derived.signed if derived.key == key else set()
     fresh = []

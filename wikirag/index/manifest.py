@@ -40,7 +40,7 @@ def load_unchanged(workspace_dir: Path, key: str, current: dict[str, Any]) -> di
         if conn is None:
             return None
         try:
-            data = get_doc(conn, "manifest")
+            data = get_doc(conn, "manifest", fast=True)
         finally:
             conn.close()
     except (sqlite3.Error, ValueError):
@@ -63,7 +63,7 @@ def save_manifest(workspace_dir: Path, key: str, files: dict[str, Any], report: 
             "report": report}
     conn = connect_index_db(workspace_dir)
     try:
-        put_doc(conn, "manifest", data)
+        put_doc(conn, "manifest", data, fast=True)
     finally:
         conn.close()
 

@@ -14,6 +14,7 @@ import json
 import sqlite3
 import threading
 import time
+import zlib
 from dataclasses import MISSING, asdict
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from wikirag.models import Heading, ParsedNote, WikiLink
 from wikirag.storage.sqlite_store import connect_index_db, get_doc, index_db_transaction, put_doc
 from wikirag.vault.model import cyclic_gc_paused
 
-CACHE_VERSION = 3  # 3: rows are head JSON + newline + rest JSON (CachedNote)
+CACHE_VERSION = 4  # 3: rows are head JSON + newline + rest JSON (CachedNote); 4: the head checks the rest
 RACY_NS = 2_000_000_000  # a file modified this close before its row was written may change unseen
 
 
@@ -62,13 +63,14 @@ class CachedNote(ParsedNote):
     def _materialize(self) -> ParsedNote:
         with _MATERIALIZE:
             if type(self) is CachedNote:
-                rest = orjson.loads(self.__dict__.pop("_rest"))
+                rest = orjson.loads(self.__dict__["_rest"])  # its checksum was checked when the row was loaded
                 rest["headings"] = [_built(Heading, _HEADING_FIELDS, h) for h in rest.get("headings", ())]
                 links = rest.get("links", [])
                 for i, link in enumerate(links):
                     link["section"] = tuple(link.get("section", ()))
                     links[i] = _built(WikiLink, _LINK_FIELDS, link)
                 _fill_defaults(rest, _REST_FIELDS)
+                del self.__dict__["_rest"]
                 self.__dict__.update((name, rest[name]) for name in _REST_FIELDS)
                 self.__class__ = ParsedNote  # type: ignore[assignment]
         return self
@@ -101,22 +103,33 @@ def _fill_defaults(data: dict, names: tuple[str, ...]) -> None:
             data[name] = spec.default_factory() if spec.default is MISSING else spec.default  # type: ignore[misc]
 
 
-def _note_from_row(text: str) -> CachedNote:
-    """The note a row holds: its head decoded now, the rest kept as JSON text until read."""
+def _note_from_row(text: str) -> CachedNote | None:
+    """The note a row holds: its head decoded now, the rest kept as JSON text until read; None for a row whose
+    rest does not have the checksum its head records (damaged or edited: the note is read and parsed again)."""
     head_text, _, rest_text = text.partition("\n")
     head = orjson.loads(head_text)
+    if head.get("rest_crc") != _crc(rest_text):
+        return None
     _fill_defaults(head, _HEAD_FIELDS)
     note = object.__new__(CachedNote)
     note.__dict__.update((name, head[name]) for name in _HEAD_FIELDS)
-    note.__dict__["_rest"] = rest_text or "{}"
+    note.__dict__["_rest"] = rest_text
     return note
 
 
 def _row_text(note: ParsedNote) -> str:
-    """A row: the head fields' JSON, a newline, the other fields' JSON (JSON text holds no raw newline)."""
+    """A row: the head fields' JSON (and the rest's checksum), a newline, the other fields' JSON (JSON text
+    holds no raw newline)."""
+    rest = json.dumps({name: _plain(getattr(note, name)) for name in _REST_FIELDS}, ensure_ascii=False)
     head = {name: getattr(note, name) for name in _HEAD_FIELDS}
-    rest = {name: _plain(getattr(note, name)) for name in _REST_FIELDS}
-    return json.dumps(head, ensure_ascii=False) + "\n" + json.dumps(rest, ensure_ascii=False)
+    head["rest_crc"] = _crc(rest)
+    return json.dumps(head, ensure_ascii=False) + "\n" + rest
+
+
+def _crc(text: str) -> int:
+    """What a row's rest is checked by when loaded (its decoding is deferred past the load's error handling);
+    a CRC is enough against accidents, as for index.derived's rows."""
+    return zlib.crc32(text.encode("utf-8", "surrogatepass"))
 
 
 def _plain(value: Any) -> Any:
@@ -158,7 +171,9 @@ def load_parse_cache(workspace_dir: Path, encoding: str) -> ParseCache:
             conn.close()
         with cyclic_gc_paused():
             for path, digest, note, tokens in rows:
-                cache[path] = (digest, _note_from_row(note), tokens)
+                cached = _note_from_row(note)
+                if cached is not None:
+                    cache[path] = (digest, cached, tokens)
         cache.stats = {p: (size, mtime) for p, size, mtime, written in stats
                        if p in cache and mtime < written - RACY_NS}
         cache.figures = {p: (digest, (body, prose, covered)) for p, digest, body, prose, covered in figures}

@@ -65,14 +65,14 @@ def links_table(ledger: Any) -> dict[str, list[list[str]]]:
 def _held(names: Any, links: Any) -> tuple[set[str], set[str]] | None:
     """The entity names and relation keys ("src\\x1ftgt", ends sorted) a note's rows put in the store; None for
     rows of another shape (a damaged or foreign row: the tables are then derived again whole)."""
-    if not (isinstance(names, dict) and set(names) >= _NAMES_ROW_KEYS and isinstance(links, list)):
+    if not (isinstance(names, dict) and set(names) >= _NAMES_ROW_KEYS and isinstance(links, list)
+            and isinstance(names["entities"], list) and all(isinstance(n, str) for n in names["entities"])
+            and isinstance(names["entity"], str)
+            and all(isinstance(r, list) and len(r) == 4 and all(isinstance(x, str) for x in r) for r in links)):
         return None
-    try:
-        entities = {names["entity"]} if names["entity_record"] else set()
-        entities.update(names["entities"])
-        keys = {f"{s}\x1f{t}" if s <= t else f"{t}\x1f{s}" for s, t, *_ in links}
-    except (TypeError, ValueError):
-        return None
+    entities = {names["entity"]} if names["entity_record"] else set()
+    entities.update(names["entities"])
+    keys = {f"{s}\x1f{t}" if s <= t else f"{t}\x1f{s}" for s, t, *_ in links}
     return entities, keys
 
 

@@ -39,6 +39,18 @@ _PLAIN_NAME = re.compile(r"[A-Za-z0-9\u00c0-\u024f][A-Za-z0-9\u00c0-\u024f .,_()
 _NUMERIC = re.compile(r"[\d.]+")
 
 
+@lru_cache(maxsize=1)
+def normalizer_version() -> str:
+    """The installed LightRAG's version: names saved as `normalize_name` made them (index.derived's unresolved
+    link names) are reused only under the same one."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("lightrag-hku")
+    except PackageNotFoundError:
+        return ""
+
+
 @lru_cache(maxsize=65536)
 def normalize_name(name: str) -> str:
     """LightRAG's own entity-name normalisation (extraction applies it too, so names meet)."""

@@ -154,7 +154,7 @@ def navigation_notes(notes: NoteTable, index: LexicalIndex | None, density: floa
     tokens = index.tokens_per_note()
     return notes.memo(("navigation", density), tokens, lambda: frozenset(
         p for p, row in notes.notes.items()
-        if tokens.get(p, 0) > 0 and int(row.get("links") or 0) >= density * tokens[p]))
+        if tokens.get(p, 0) > 0 and isinstance(row.get("links"), int) and row["links"] >= density * tokens[p]))
 
 
 def fuse(notes: NoteTable, rankings: dict[str, list[str]], fusion: Fusion = FUSION,

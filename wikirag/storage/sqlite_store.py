@@ -89,22 +89,35 @@ def _add_digest_column(conn: sqlite3.Connection) -> None:
         raise
 
 
-def get_doc(conn: sqlite3.Connection, name: str) -> Any:
+def get_doc(conn: sqlite3.Connection, name: str, *, fast: bool = False) -> Any:
+    """A document; `fast`: one `put_doc(..., fast=True)` wrote (orjson)."""
     row = conn.execute("SELECT value FROM docs WHERE name = ?", (name,)).fetchone()
     if not row:
         return None
-    try:  # orjson: the manifest is one such document, 18,000 files' stat data at 13,000 notes
-        return orjson.loads(row[0])
-    except orjson.JSONDecodeError:  # what only json writes (NaN) or reads
-        return json.loads(row[0])
+    if fast:
+        try:
+            return orjson.loads(row[0])
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(row[0])
 
 
-def put_doc(conn: sqlite3.Connection, name: str, value: Any) -> None:
-    try:
-        text = orjson.dumps(value).decode()
-    except TypeError:  # a lone surrogate or an integer beyond 64 bits: orjson refuses them, json does not
+def put_doc(conn: sqlite3.Connection, name: str, value: Any, *, fast: bool = False) -> None:
+    """Store a document as JSON. `fast` (orjson) only for documents of strings and integers below 2**63, such as
+    the manifest (18,000 files' stat data at 13,000 notes): orjson writes NaN as null and reads integers beyond
+    64 bits as floats, without an error."""
+    text = None
+    if fast:
+        try:
+            text = orjson.dumps(value).decode()
+        except TypeError:  # a lone surrogate or an integer beyond 64 bits
+            text = None
+    if text is None:
         text = json.dumps(value, ensure_ascii=False)
-    conn.execute("INSERT OR REPLACE INTO docs (name, value) VALUES (?, ?)", (name, text))
+    try:
+        conn.execute("INSERT OR REPLACE INTO docs (name, value) VALUES (?, ?)", (name, text))
+    except UnicodeEncodeError:  # a lone surrogate cannot be stored as UTF-8 text: its \u escape can
+        conn.execute("INSERT OR REPLACE INTO docs (name, value) VALUES (?, ?)", (name, json.dumps(value)))
 
 
 def _dumps(value: Any) -> str:

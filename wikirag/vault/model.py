@@ -80,7 +80,7 @@ class Vault:
         self.paths_digest = ""  # of the note and attachment paths links resolve among (`load`)
         self._index: LinkIndex | None = None  # built on first use (`_links`)
         self._book = False  # whether the four tables below are built (`_ensure_book`)
-        self._outgoing: dict[str, list[tuple[WikiLink, Resolution]]] = {}
+        self._outgoing: dict[str, list[tuple[WikiLink, Resolution]] | RestoredLinks] = {}
         self._targets: dict[str, set[str]] = {}  # note -> files its links resolve to (itself excluded)
         self._backlinks: dict[str, set[str]] = {}  # file -> notes linking to it
         self._names: dict[str, set[str]] = {}  # note -> folded target names of its links
