@@ -515,3 +515,6 @@ def test_a_cached_note_decodes_its_text_and_links_only_when_read(tmp_path) -> No
     assert changed.body == "new text" and changed.links == notes[path].links
     replaced = dataclasses.replace(load_parse_cache(tmp_path, "o200k_base")[path][1], title="T")
     assert replaced.title == "T" and replaced.links == notes[path].links
+    fields = {f.name: getattr(notes[path], f.name) for f in dataclasses.fields(ParsedNote)}
+    made = CachedNote(**fields)  # as dataclasses.replace makes one when every field is given
+    assert made == notes[path] and type(made) is ParsedNote

@@ -62,7 +62,9 @@ class CachedNote(ParsedNote):
 
     def _materialize(self) -> ParsedNote:
         with _MATERIALIZE:
-            if type(self) is CachedNote:
+            if type(self) is CachedNote and "_rest" not in self.__dict__:  # made by CachedNote(...), not a row
+                self.__class__ = ParsedNote  # type: ignore[assignment]
+            elif type(self) is CachedNote:
                 rest = orjson.loads(self.__dict__["_rest"])  # its checksum was checked when the row was loaded
                 rest["headings"] = [_built(Heading, _HEADING_FIELDS, h) for h in rest.get("headings", ())]
                 links = rest.get("links", [])
