@@ -81,7 +81,7 @@ def per_question(data: dict[str, Any], rows: list, choose: Callable[[dict[str, f
     for item, feats, by_mode in rows:
         fusion = choose(feats)
         out.append({c: score([p for p, _s, _f in fuse(data["notes"], by_mode["naive" if c == "search" else c],
-                                                      fusion)], set(item["notes"])) for c in COLUMNS})
+                                                      fusion, data["lexical"])], set(item["notes"])) for c in COLUMNS})
     return out
 
 

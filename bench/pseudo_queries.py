@@ -101,7 +101,7 @@ async def calibrate(notes: NoteTable, lexical: Any, read: Callable[[str], str],
         drawn.append((path, rankings))
     signals = {name: round(statistics.mean(_rr(r.get(name, []), p) for p, r in drawn), 4) if drawn else 0.0
                for name in ("lexical", "lightrag")}
-    by_weight = {str(w): round(statistics.mean(_rr([x for x, _s, _f in fuse(notes, r, weighted(w))], p)
+    by_weight = {str(w): round(statistics.mean(_rr([x for x, _s, _f in fuse(notes, r, weighted(w), lexical)], p)
                                                for p, r in drawn), 4) if drawn else 0.0 for w in GRID}
     shipped = FUSION.weights["lightrag"]
     chosen = max(GRID, key=lambda w: (by_weight[str(w)], -abs(w - shipped)))
