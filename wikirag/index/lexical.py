@@ -262,17 +262,18 @@ async def _fetch_chunks(rag: Any, ids: list[str]) -> dict[str, tuple[str, list[s
 
 
 async def sync_search_files(rag: Any, ledger: Any, workspace_dir: Path, last_run: dict[str, Any] | None = None,
-                            old: LexicalIndex | None = None, dirty: set[str] | None = None) -> tuple[int, int]:
+                            old: LexicalIndex | None = None, dirty: set[str] | None = None,
+                            keys: dict[str, str] | None = None) -> tuple[int, int]:
     """Bring the lexical index and the names and links rows in step with the ledger's chunks.
 
     The index records each note's chunk digest as of its last sync: notes whose digest differs (`dirty`, or
     all without an `old` index) have their chunks read from LightRAG's store and tokenized again; the others
     keep their tokens, and the weights are recomputed from the arrays (index.bm25). A note with a chunk
-    missing from the store is recorded unsynced, so the next run tries again. Returns the store's record
-    counts (index.search_rows.sync_rows).
+    missing from the store is recorded unsynced, so the next run tries again. `keys`: the ledger's `note_keys`
+    when the caller has them. Returns the store's record counts (index.search_rows.sync_rows).
     """
     notes = ledger.notes
-    keys = note_keys(ledger)
+    keys = dict(keys) if keys is not None else note_keys(ledger)  # a copy: unsynced notes are blanked below
     if old is None or dirty is None:
         old = build_index([])
         dirty = set(keys)
@@ -314,11 +315,12 @@ def note_keys(ledger: Any) -> dict[str, str]:
     return {p: _note_key(notes, p) for p in notes}
 
 
-def dirty_notes(old: LexicalIndex | None, ledger: Any) -> set[str] | None:
-    """The notes whose chunks differ from what `old` recorded (gone notes included); None without an index."""
+def dirty_notes(old: LexicalIndex | None, ledger: Any, keys: dict[str, str] | None = None) -> set[str] | None:
+    """The notes whose chunks differ from what `old` recorded (gone notes included); None without an index.
+    `keys`: the ledger's `note_keys` when the caller has them."""
     if old is None:
         return None
-    keys = note_keys(ledger)
+    keys = keys if keys is not None else note_keys(ledger)
     dirty = {p for p, key in keys.items() if old.note_keys.get(p) != key}
     return dirty | {p for p in old.note_keys if p not in keys}
 
@@ -331,11 +333,12 @@ async def sync_after_run(rag: Any, ledger: Any, workspace_dir: Path, summary: di
     from wikirag.lightrag.documents import sync_document_rows
 
     old = load_index(workspace_dir)
-    dirty = dirty_notes(old, ledger)
+    keys = note_keys(ledger)  # read once for both steps: a document-rows sync changes no ledger row
+    dirty = dirty_notes(old, ledger, keys)
     paths = sorted(ledger.notes if dirty is None else (p for p in dirty if p in ledger.notes))
     ledger.notes.load(paths)
     notes = {p: (ledger.notes[p].doc_id, list(ledger.notes[p].chunk_ids)) for p in paths}
     gone = None if dirty is None else {doc_id_for(p) for p in dirty if p not in ledger.notes}
     await sync_document_rows(rag, notes, gone)
     with cyclic_gc_paused():  # the names and links tables: a dict per note, no cycles
-        return await sync_search_files(rag, ledger, workspace_dir, summary, old, dirty)
+        return await sync_search_files(rag, ledger, workspace_dir, summary, old, dirty, keys)
