@@ -328,6 +328,32 @@ def test_an_index_run_leaves_planner_statistics_on_the_tables_it_filled(work):
     assert _rows(config.storage, analyzed, "lightrag_graph_edges")[0][0] == first
 
 
+
+def test_tend_changed_tables_vacuums_what_autovacuum_would_and_only_that(work):
+    """A table with many rows inserted since its last vacuum is vacuumed (its pages marked all-visible, so the row
+    counts LightRAG takes when it opens its storages can be index-only scans) and analyzed; a table with a few
+    rows inserted is left alone."""
+    from wikirag.storage.postgres import tend_changed_tables
+
+    settings = load_config(_embedded_vault(work)).storage
+    with connect(settings, autocommit=True) as conn:
+        for name, rows in (("lightrag_tend_big", 3000), ("lightrag_tend_small", 20)):
+            conn.execute(f"CREATE TABLE {name} (workspace text, id text, body text, PRIMARY KEY (workspace, id))")
+            conn.execute(f"INSERT INTO {name} SELECT 'w', g::text, repeat('v', 1500) FROM generate_series(1, {rows}) g")
+        conn.execute("SELECT pg_stat_force_next_flush()")  # what the next backend's statistics must already see
+    tended = tend_changed_tables(settings)
+    assert "lightrag_tend_big" in tended and "lightrag_tend_small" not in tended
+    stats = {row[0]: row[1:] for row in _rows(
+        settings, "SELECT relname, last_vacuum IS NOT NULL, last_analyze IS NOT NULL FROM pg_stat_user_tables "
+        "WHERE relname LIKE 'lightrag_tend_%%'")}
+    assert stats == {"lightrag_tend_big": (True, True), "lightrag_tend_small": (False, False)}
+    visible = dict(_rows(settings, "SELECT relname, relallvisible = relpages AND relpages > 0 FROM pg_class "
+                                   "WHERE relname IN ('lightrag_tend_big', 'lightrag_tend_small')"))
+    assert visible == {"lightrag_tend_big": True, "lightrag_tend_small": False}
+    plan = "\n".join(row[0] for row in _rows(
+        settings, "EXPLAIN (ANALYZE, COSTS OFF) SELECT count(*) FROM lightrag_tend_big WHERE workspace = 'w'"))
+    assert "Index Only Scan" in plan and "Heap Fetches: 0" in plan
+
 def _touch_one_note(vault: Path) -> None:
     note = vault / "people" / "Alan Turing.md"
     note.write_text(note.read_text(encoding="utf-8") + "\nOne more line.\n", encoding="utf-8")

@@ -41,7 +41,7 @@ from wikirag.settings import WikiragConfig
 from wikirag.storage.fs import LLM_CACHE_FILES, wipe_store_files
 from wikirag.storage.ledger_store import LLM_CACHE_TABLES, drop_workspace, ledger_store
 from wikirag.storage.locks import writer_lock
-from wikirag.storage.postgres import analyze_changed_tables
+from wikirag.storage.postgres import tend_changed_tables
 from wikirag.vault.model import Vault, cyclic_gc_paused, freeze_long_lived, thaw_long_lived
 from wikirag.vault.read import scan_vault
 
@@ -245,12 +245,12 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
 
 
 def _refresh_statistics(config: WikiragConfig) -> None:
-    """Give the tables this run changed much fresh planner statistics (storage.postgres.analyze_changed_tables);
+    """Give the tables this run changed much fresh planner statistics (storage.postgres.tend_changed_tables);
     a failure here costs query speed, never the run."""
     import psycopg
 
     with contextlib.suppress(WikiragError, psycopg.Error):
-        analyze_changed_tables(config.storage)
+        tend_changed_tables(config.storage)
 
 
 _MANIFEST_FIELDS = ("notes_total", "notes_skipped", "notes_failed", "notes_pending_extraction", "entities",
