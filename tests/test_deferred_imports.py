@@ -1,8 +1,9 @@
 """What LightRAG imports but a query never uses is deferred (lightrag/guard.py), and still works when used.
 
 A cold `wikirag query --context-only` is mostly imports: pypinyin (LightRAG's Chinese name sorting) and the
-langchain behind LightRAG's recursive/semantic chunkers were ~0.5 s of ~1.5 s. These tests check behaviour,
-not time: a context-only query process never imports them, and code that does use them gets the real thing.
+langchain behind LightRAG's recursive/semantic chunkers were ~0.5 s of ~1.5 s, and httpx (LightRAG's HTTP
+bindings) ~0.1 s more. These tests check behaviour, not time: a context-only query or index process never
+runs them, and code that does use them gets the real thing.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from wikirag.lightrag import guard
 from wikirag.settings import load_config
 
 ROOT = Path(__file__).resolve().parents[1]
-HEAVY = ("pypinyin.core", "langchain_core", "langchain_text_splitters", "lightrag.chunker.recursive_character")
+HEAVY = ("pypinyin.core", "langchain_core", "langchain_text_splitters", "lightrag.chunker.recursive_character",
+         "httpx._client")  # httpx itself is in sys.modules, deferred: its submodules load when it runs
 
 
 def _fresh(script: str, cwd: Path) -> dict:
@@ -93,7 +95,8 @@ def test_the_deferred_modules_work_when_used(tmp_path):
         "from wikirag.lightrag.readtokens import retrieval_tokenizer\n"
         "import_lightrag()\n"
         "import lightrag.lightrag\n"
-        "out = {'loaded_early': [m for m in ('pypinyin.core', 'langchain_text_splitters') if m in sys.modules]}\n"
+        "out = {'loaded_early': [m for m in ('pypinyin.core', 'langchain_text_splitters', 'httpx._client')\n"
+        "                       if m in sys.modules]}\n"
         "from lightrag.utils import get_pinyin_sort_key\n"
         "out['pinyin'] = get_pinyin_sort_key('张三')\n"
         "out['sorted'] = sorted(['张三', '李四', '阿明'], key=get_pinyin_sort_key)\n"
@@ -106,6 +109,9 @@ def test_the_deferred_modules_work_when_used(tmp_path):
         "chunks = chunking_by_recursive_character(retrieval_tokenizer(), text, 60, chunk_overlap_token_size=0)\n"
         "out['chunks'] = len(chunks)\n"
         "out['rejoined'] = ' '.join(c['content'] for c in chunks) == text\n"
+        "import httpx, ollama  # an HTTP client (ollama's is httpx) gets the real httpx on first use\n"
+        "out['url'] = str(httpx.Request('GET', 'http://127.0.0.1:9/api/embed').url)\n"
+        "out['client'] = type(ollama.AsyncClient(host='http://127.0.0.1:9')._client).__name__\n"
         "print(json.dumps(out, ensure_ascii=False))\n"
     )
     seen = _fresh(script, tmp_path)
@@ -114,6 +120,7 @@ def test_the_deferred_modules_work_when_used(tmp_path):
     assert seen["sorted"] == ["阿明", "李四", "张三"]  # a, li, zhang
     assert seen["same_default"]
     assert seen["chunks"] > 5 and seen["rejoined"]
+    assert seen["url"] == "http://127.0.0.1:9/api/embed" and seen["client"] == "AsyncClient"
 
 
 @pytest.fixture

@@ -50,8 +50,12 @@ def _skip_lightrags_dotenv() -> None:
 # - lightrag.chunker (~0.2 s: its recursive-character and semantic chunkers import langchain_text_splitters and
 #   langchain_core): lightrag.lightrag only needs `chunking_by_token_size` (the default chunking_func) to load;
 #   the pipeline imports the other chunkers from the package when a document asks for one.
+# - httpx (~0.1 s): lightrag.exceptions and lightrag.lightrag import it for annotations (postponed there) and
+#   their HTTP bindings; a store with the local embedder and no LLM never sends a request. An LLM or embedding
+#   client (ollama's uses httpx) runs it on its first use of it.
 _DEFERRED: dict[str, dict[str, str]] = {
     "pypinyin": {},
+    "httpx": {},
     "lightrag.chunker": {"chunking_by_token_size": "lightrag.chunker.token_size"},
 }
 _locks: dict[str, threading.RLock] = {}  # one per deferred module: a second thread waits for the first's run
