@@ -356,6 +356,31 @@ def test_ledger_holder_indexes_keep_no_pending_list_and_an_older_table_loses_its
     store.delete()
 
 
+
+def test_another_role_writes_beside_holder_indexes_it_does_not_own(pg, settings):
+    """On a server shared by several roles, one that may write the ledger but does not own its tables leaves
+    the owner's indexes as they are (only an owner may alter them) instead of failing its write."""
+    store = PostgresLedgerStore(settings, "ledger_shared_owner")
+    store.save(_ledger_doc(5))  # the app role owns the tables and their indexes
+    pg.psql("DROP ROLE IF EXISTS wikirag_other; CREATE ROLE wikirag_other LOGIN PASSWORD 'other-secret'",
+            database=APP_DATABASE)
+    pg.psql("GRANT SELECT, INSERT, UPDATE, DELETE ON wikirag_ledger, wikirag_ledger_notes TO wikirag_other; "
+            "ALTER INDEX wikirag_ledger_notes_entities SET (fastupdate = on)", database=APP_DATABASE)
+    other = replace(settings, user="wikirag_other", password="other-secret")
+    try:
+        PostgresLedgerStore(other, "ledger_shared_other").save(_ledger_doc(3))
+        assert PostgresLedgerStore(other, "ledger_shared_other").load() == _ledger_doc(3)
+        assert _rows(settings, "SELECT reloptions FROM pg_class WHERE relname = 'wikirag_ledger_notes_entities'") \
+            == [(["fastupdate=on"],)]
+        store.save_rows(store.head(), {})  # the owner's next write puts its index right
+        assert _rows(settings, "SELECT reloptions FROM pg_class WHERE relname = 'wikirag_ledger_notes_entities'") \
+            == [(["fastupdate=off"],)]
+    finally:
+        PostgresLedgerStore(settings, "ledger_shared_other").delete()
+        store.delete()
+        pg.psql("REVOKE ALL ON wikirag_ledger, wikirag_ledger_notes FROM wikirag_other; DROP ROLE wikirag_other",
+                database=APP_DATABASE)
+
 def test_ledger_save_is_all_or_nothing(settings, tmp_path, monkeypatch):
     store = PostgresLedgerStore(settings, "ledger_atomic")
     doc = _ledger_doc(5)
