@@ -17,11 +17,11 @@ import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from wikirag.errors import StoreMismatch, VaultNotFound, WikiragError
 from wikirag.index.apply import run_plan
+from wikirag.index.budget import VaultSubset, apply_budget
 from wikirag.index.derived import load_derived, save_derived
 from wikirag.index.ledger import Ledger
 from wikirag.index.lexical import search_files_ready, sync_after_run
@@ -130,6 +130,11 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
         report.seconds = round(time.perf_counter() - started, 3)
         return report
 
+    scanned = None  # asked before the store opens (an embedded server starts): a run that finds nothing changed
+    if vault is None and not rebuild:  # ends on the manifest alone, lock-free: writers drop it before writing
+        scanned = (scan := scan_vault(config.vault, config.exclude), stat_signature(scan))
+        if _unchanged(config, report, started, scanned[1]):
+            return report
     if not rebuild:  # a store keeps the local model it was built with unless a setting names another
         adopt_store_embedding(config)
     _check_settings(config, llm_func or hinting)
@@ -140,7 +145,7 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
     try:
         wipe = (lambda: _wipe_workspace(config, keep_llm_cache=not drop_llm_cache)) if rebuild else None
         return await _index(config, report, started, progress, wipe, vault, rag, hinting, llm_func,
-                            budget_usd, locked, state, should_stop, engine_kwargs, batch, watching)
+                            budget_usd, locked, state, should_stop, engine_kwargs, batch, watching, scanned)
     except BaseException:
         if state is not None:  # the in-memory ledger may hold a half-applied batch: reload it next time
             state.ledger = state.plan = None
@@ -154,7 +159,7 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
                  vault: Vault | None, rag: Any, hinting: HintingLLM | None, llm_func: Callable[..., Any] | None,
                  budget_usd: float | None, locked: bool, state: RunState | None,
                  should_stop: Callable[[], bool] | None, engine_kwargs: dict[str, Any], batch: bool,
-                 watching: bool) -> IndexReport:
+                 watching: bool, scanned: tuple[Any, dict[str, Any]] | None = None) -> IndexReport:
     async with contextlib.AsyncExitStack() as stack:
         if not locked:
             stack.enter_context(StoreLock(config))
@@ -162,15 +167,10 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
         progress("scan", 0, 1)
         scan = files = None
         config_key = _config_key(config)
-        if vault is None:  # `wikirag index`: first ask whether anything can have changed at all
-            scan = scan_vault(config.vault, config.exclude)
-            files = stat_signature(scan)
-            unchanged = load_unchanged(config.workspace_dir, config_key, files)
-            if unchanged is not None and search_files_ready(config.workspace_dir):
-                for name, value in unchanged.items():
-                    setattr(report, name, value)
-                report.notes_unchanged = report.notes_total - report.notes_skipped
-                report.seconds = round(time.perf_counter() - started, 3)
+        if vault is None:  # `wikirag index`: ask (again, now under the lock) whether anything can have changed
+            scan = scanned[0] if scanned else scan_vault(config.vault, config.exclude)
+            files = scanned[1] if scanned else stat_signature(scan)
+            if _unchanged(config, report, started, files):
                 return report
             drop_manifest(config.workspace_dir)
         ledger = state.ledger if state is not None and state.ledger is not None else None
@@ -194,7 +194,7 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
         progress("scan", 1, 1)
         fill_plan_counts(report, plan, ledger)
         if budget_usd is not None and plan.llm_model:
-            _apply_budget(plan, config, budget_usd, report)
+            apply_budget(plan, config, budget_usd, report)
         report.recovered_pending = not ledger.pending.empty()
         if (not plan.to_process and not plan.deleted and ledger.pending.empty()
                 and search_files_ready(config.workspace_dir) and not summary_work(ledger, plan.llm_model)):
@@ -257,6 +257,16 @@ _MANIFEST_FIELDS = ("notes_total", "notes_skipped", "notes_failed", "notes_pendi
                     "relations", "chunks", "issues")
 
 
+def _unchanged(config: WikiragConfig, report: IndexReport, started: float, files: dict[str, Any]) -> bool:
+    """Whether nothing changed since the last completed run (index.manifest); if so `report` says what it held."""
+    figures = load_unchanged(config.workspace_dir, _config_key(config), files)
+    if figures is None or not search_files_ready(config.workspace_dir):
+        return False
+    vars(report).update(figures, notes_unchanged=figures["notes_total"] - figures["notes_skipped"],
+                        seconds=round(time.perf_counter() - started, 3))
+    return True
+
+
 def _config_key(config: WikiragConfig) -> str:
     """Everything besides the files that decides what an index holds."""
     return stable_digest([DERIVATION_VERSION, vars(config.index), vars(config.route), config.route_overrides,
@@ -270,43 +280,6 @@ def _remember_clean_run(config: WikiragConfig, files: dict[str, Any] | None, pla
         return
     save_manifest(config.workspace_dir, _config_key(config), files,
                   {name: getattr(report, name) for name in _MANIFEST_FIELDS})
-
-
-def _apply_budget(plan: Plan, config: WikiragConfig, budget_usd: float, report: IndexReport) -> None:
-    """Extract notes in path order while their estimated cost fits the budget; the rest stay pending
-    (indexed from their links) for a later run. Estimates are at list price, ignoring cache hits."""
-    from wikirag.plan.cost import estimate_vault
-    from wikirag.plan.cost_settings import CostSettings
-
-    candidates = [p for p in plan.to_process if plan.extracting(p)]
-    if not candidates:
-        return
-    subset = _Subset(plan.vault, candidates)
-    estimate = estimate_vault(subset, {p: plan.decisions[p] for p in candidates}, CostSettings.from_config(config),
-                              hints={p: count_tokens(plan.hints[p], config.index.encoding) for p in candidates})
-    spent = 0.0
-    for cost in sorted(estimate.notes, key=lambda c: c.path):
-        if spent + cost.usd > budget_usd:
-            plan.deferred.add(cost.path)
-        else:
-            spent += cost.usd
-    report.budget_usd, report.estimated_usd = budget_usd, round(spent, 6)
-    report.notes_over_budget = len(plan.deferred)
-
-
-class _Subset:
-    """The part of a vault the budget prices: these notes, with the whole vault's link resolution."""
-
-    def __init__(self, vault: Vault, paths: list[str]) -> None:
-        self.root = vault.root
-        self.notes = {p: vault.notes[p] for p in paths}
-        self._vault = vault
-
-    def outgoing(self, path: str) -> list:
-        return self._vault.outgoing(path)
-
-    def abs_path(self, path: str) -> Path:
-        return self._vault.abs_path(path)
 
 
 def hinting_llm(config: WikiragConfig, llm_func: Callable[..., Any] | None = None) -> HintingLLM | None:
@@ -352,7 +325,7 @@ def live_run(plan: Plan, config: WikiragConfig, hinting: HintingLLM | None, *, e
         settings = CostSettings.from_config(config)
         live.price = settings.price()
         if estimate and candidates:
-            subset = _Subset(plan.vault, candidates)
+            subset = VaultSubset(plan.vault, candidates)
             hints = {p: count_tokens(plan.hints[p], config.index.encoding) for p in candidates}
             scenario = estimate_vault(subset, {p: plan.decisions[p] for p in candidates}, settings, hints=hints,
                                       vanilla=False).scenarios["wikirag"]
