@@ -193,6 +193,27 @@ def test_a_second_writer_gets_a_clear_message(vault, tmp_path):
         run_index(config, embedding_func=HashEmbedding().func())
 
 
+def test_a_run_that_finds_nothing_changed_needs_no_lock(vault, tmp_path):
+    """Nothing changed since the last completed run (the manifest matches): the answer comes before the lock is
+    asked for, so it is given while another process holds it. With a change, the run needs the lock."""
+    import os
+    import time
+
+    config, first = index(vault, tmp_path / "store")
+    old = time.time_ns() - 10_000_000_000  # older than the manifest's racy window
+    for path in vault.rglob("*"):
+        if path.is_file() and ".wikirag" not in path.parts:
+            os.utime(path, ns=(old, old))
+    index(vault, tmp_path / "store")  # records the manifest for these stat data
+    with StoreLock(config):
+        again = run_index(config, embedding_func=HashEmbedding().func())
+        assert again.notes_indexed == 0 and again.notes_unchanged == first.notes_total - first.notes_skipped
+        note = vault / "projects" / "Bombe.md"
+        note.write_text(note.read_text() + "\nOne more line.\n")
+        with pytest.raises(StoreLocked, match="another wikirag process"):
+            run_index(config, embedding_func=HashEmbedding().func())
+
+
 def test_a_store_refuses_another_embedding_model(vault, tmp_path, monkeypatch):
     index(vault, tmp_path / "store")
     monkeypatch.setenv("WIKIRAG_EMBEDDING", "openai:text-embedding-3-small")

@@ -691,6 +691,8 @@ def test_config_selects_postgres_and_the_ledger_and_lock_live_there(pg, settings
     graph = asyncio.run(read_graph(config, embedding_func=HashEmbedding().func()))
     assert len(graph.nodes) == report.entities and len(graph.edges) == report.relations
     assert ask(config, "Alan Turing", mode="hybrid", embedding_func=HashEmbedding().func()).entities
+    note = vault / "people" / "Alan Turing.md"
+    note.write_text(note.read_text(encoding="utf-8") + "\nOne more line.\n", encoding="utf-8")  # work to do
     with StoreLock(config), pytest.raises(StoreLocked, match="workspace 'integrated'"):
         run_index(config, embedding_func=HashEmbedding().func())
     checks = {c.name: c.status for c in run_doctor(config).checks}
