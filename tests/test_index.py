@@ -214,6 +214,37 @@ def test_a_run_that_finds_nothing_changed_needs_no_lock(vault, tmp_path):
             run_index(config, embedding_func=HashEmbedding().func())
 
 
+
+def test_a_rebuild_cut_short_leaves_no_manifest_claiming_the_store(vault, tmp_path, monkeypatch):
+    """`--rebuild` deleted the store's files in name order, wikirag's index database (the manifest, and on files
+    the ledger) after LightRAG's: a rebuild killed in between left a manifest and a ledger that answered "nothing
+    changed" over an empty store (found in review). Both go first now; the next run builds the store again."""
+    import os
+    import time
+
+    import wikirag.storage.fs as fs
+
+    config, first = index(vault, tmp_path / "store")
+    old = time.time_ns() - 10_000_000_000  # older than the manifest's racy window
+    for path in vault.rglob("*"):
+        if path.is_file() and ".wikirag" not in path.parts:
+            os.utime(path, ns=(old, old))
+    index(vault, tmp_path / "store")  # records the manifest for these stat data
+    real = fs.is_store_file
+
+    def killed_after_the_index_db(path):  # the index database is gone, LightRAG's files not yet
+        if path.name.startswith("kv_store"):
+            raise KeyboardInterrupt("killed mid-wipe")
+        return real(path)
+
+    monkeypatch.setattr(fs, "is_store_file", killed_after_the_index_db)
+    with pytest.raises(KeyboardInterrupt):
+        run_index(config, rebuild=True, embedding_func=HashEmbedding().func())
+    monkeypatch.undo()
+    again = run_index(config, embedding_func=HashEmbedding().func())
+    assert again.notes_unchanged == 0 and again.notes_indexed > 0
+    assert snapshot(config) == snapshot(index(vault, tmp_path / "fresh")[0])
+
 def test_a_store_refuses_another_embedding_model(vault, tmp_path, monkeypatch):
     index(vault, tmp_path / "store")
     monkeypatch.setenv("WIKIRAG_EMBEDDING", "openai:text-embedding-3-small")

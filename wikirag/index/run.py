@@ -358,6 +358,7 @@ def _wipe_workspace(config: WikiragConfig, *, keep_llm_cache: bool) -> dict[str,
             batch = None
         if batch:
             carried["batch"] = batch
+    drop_manifest(config.workspace_dir)  # first: a wipe cut short must not leave "nothing changed" behind
     if config.storage.uses_postgres:  # every LightRAG and ledger row of this workspace
         drop_workspace(config.storage, config.workspace, keep=LLM_CACHE_TABLES if keep_llm_cache else ())
     wipe_store_files(config.workspace_dir, keep=LLM_CACHE_FILES if keep_llm_cache else ())

@@ -37,6 +37,9 @@ KEPT_ACROSS_REBUILD = ("wikirag_vectors.sqlite", "wikirag_vectors.sqlite-wal", "
                        PGDATA_DIRNAME, f"{PGDATA_DIRNAME}.lock", f"{PGDATA_DIRNAME}.clients")
 
 
+INDEX_DB_PREFIX = "wikirag_index.sqlite"
+
+
 def is_store_file(path: Path) -> bool:
     return path.is_file() and not path.is_symlink() and any(fnmatch.fnmatchcase(path.name, p)
                                                            for p in STORE_FILE_PATTERNS)
@@ -53,7 +56,9 @@ def wipe_store_files(workspace_dir: Path, keep: tuple[str, ...] = ()) -> list[Pa
     kept = []
     if not workspace_dir.is_dir():
         return kept
-    for child in sorted(workspace_dir.iterdir()):
+    # wikirag's own database first (ledger, manifest, parse cache): a wipe cut short then leaves LightRAG files
+    # that the next run writes over, never a ledger that claims records already deleted
+    for child in sorted(workspace_dir.iterdir(), key=lambda c: (not c.name.startswith(INDEX_DB_PREFIX), c.name)):
         if child.name in keep:
             continue
         if is_store_file(child):
