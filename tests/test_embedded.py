@@ -338,7 +338,8 @@ def test_tend_changed_tables_vacuums_what_autovacuum_would_and_only_that(work):
     settings = load_config(_embedded_vault(work)).storage
     with connect(settings, autocommit=True) as conn:
         for name, rows in (("lightrag_tend_big", 3000), ("lightrag_tend_small", 20)):
-            conn.execute(f"CREATE TABLE {name} (workspace text, id text, body text, PRIMARY KEY (workspace, id))")
+            conn.execute(f"CREATE TABLE {name} (workspace text, id text, body text, PRIMARY KEY (workspace, id)) "
+                         "WITH (autovacuum_enabled = off)")  # autovacuum must not get there first
             conn.execute(f"INSERT INTO {name} SELECT 'w', g::text, repeat('v', 1500) FROM generate_series(1, {rows}) g")
         conn.execute("SELECT pg_stat_force_next_flush()")  # what the next backend's statistics must already see
     tended = tend_changed_tables(settings)

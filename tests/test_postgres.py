@@ -750,3 +750,25 @@ def test_a_loaded_ledger_decodes_only_the_notes_asked_for(settings):
     from tests.test_ledger_store import check_lazy_reads
 
     check_lazy_reads(lambda: PostgresLedgerStore(settings, "ledger_lazy"))
+
+
+def test_tend_changed_tables_only_analyzes_on_a_server_of_your_own(settings):
+    """A server the user runs keeps autovacuum (with its per-table settings): a run refreshes planner statistics
+    early there, and leaves vacuuming to it. (The embedded server's vacuum: tests/test_embedded.py.)"""
+    from wikirag.storage.postgres import tend_changed_tables
+
+    with connect(settings, autocommit=True) as conn:
+        if conn.info.server_version < 150000:
+            pytest.skip("needs pg_stat_force_next_flush (PostgreSQL 15)")
+        conn.execute("DROP TABLE IF EXISTS lightrag_tend_own")
+        conn.execute("CREATE TABLE lightrag_tend_own (workspace text, id text, PRIMARY KEY (workspace, id)) "
+                     "WITH (autovacuum_enabled = off)")
+        conn.execute("INSERT INTO lightrag_tend_own SELECT 'w', g::text FROM generate_series(1, 3000) g")
+        conn.execute("SELECT pg_stat_force_next_flush()")
+    try:
+        assert "lightrag_tend_own" in tend_changed_tables(settings)
+        assert _rows(settings, "SELECT last_vacuum IS NULL, last_analyze IS NOT NULL FROM pg_stat_user_tables "
+                               "WHERE relname = 'lightrag_tend_own'") == [(True, True)]
+    finally:
+        with connect(settings, autocommit=True) as conn:
+            conn.execute("DROP TABLE IF EXISTS lightrag_tend_own")
