@@ -130,6 +130,11 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
         report.seconds = round(time.perf_counter() - started, 3)
         return report
 
+    _check_settings(config, llm_func or hinting)
+    if batch:
+        from wikirag.llm.batch import check_batch
+
+        check_batch(config.llm)
     scanned = None  # asked before the store opens (an embedded server starts): a run that finds nothing changed
     if vault is None and not rebuild:  # ends on the manifest alone, lock-free: writers drop it before writing
         scanned = (scan := scan_vault(config.vault, config.exclude), stat_signature(scan))
@@ -137,11 +142,6 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
             return report
     if not rebuild:  # a store keeps the local model it was built with unless a setting names another
         adopt_store_embedding(config)
-    _check_settings(config, llm_func or hinting)
-    if batch:
-        from wikirag.llm.batch import check_batch
-
-        check_batch(config.llm)
     try:
         wipe = (lambda: _wipe_workspace(config, keep_llm_cache=not drop_llm_cache)) if rebuild else None
         return await _index(config, report, started, progress, wipe, vault, rag, hinting, llm_func,

@@ -195,12 +195,14 @@ class PostgresLedgerStore:
     def _replace(self, head: dict, encoded: dict[str, tuple[str, str]]) -> None:
         notes = encoded
         known = self._known
-        with connect(self.settings) as conn, conn.transaction():
-            current = self._write_head(conn, head, check=known is not None)
-            if known is None:  # never loaded: rewrite every note
-                conn.execute("DELETE FROM wikirag_ledger_notes WHERE workspace = %s", (self.workspace,))
-                known = {}
-            self._write_notes(conn, [p for p in known if p not in notes], encoded, known)
+        with connect(self.settings) as conn:
+            _ensure_ledger_tables(conn)
+            with conn.transaction():
+                current = self._write_head(conn, head, check=known is not None)
+                if known is None:  # never loaded: rewrite every note
+                    conn.execute("DELETE FROM wikirag_ledger_notes WHERE workspace = %s", (self.workspace,))
+                    known = {}
+                self._write_notes(conn, [p for p in known if p not in notes], encoded, known)
         self._revision = current + 1
         self._known = {p: digest for p, (digest, _) in encoded.items()}
 
@@ -215,9 +217,11 @@ class PostgresLedgerStore:
             raise ValueError(f"{self.location}: save_rows before load or save; the changed rows alone are not a ledger")
         encoded = dict(upserts)
         gone = [p for p in deletes if p not in encoded]
-        with connect(self.settings) as conn, conn.transaction():
-            current = self._write_head(conn, head, check=True)
-            self._write_notes(conn, gone, encoded, self._known)
+        with connect(self.settings) as conn:
+            _ensure_ledger_tables(conn)
+            with conn.transaction():
+                current = self._write_head(conn, head, check=True)
+                self._write_notes(conn, gone, encoded, self._known)
         self._revision = current + 1
         for p in gone:
             self._known.pop(p, None)
@@ -228,7 +232,6 @@ class PostgresLedgerStore:
         write the head with the revision bumped. Returns the revision found."""
         from psycopg.types.json import Jsonb
 
-        _ensure_ledger_tables(conn)
         row = conn.execute("SELECT revision FROM wikirag_ledger WHERE workspace = %s FOR UPDATE",
                            (self.workspace,)).fetchone()
         current = row[0] if row else 0
@@ -273,12 +276,16 @@ def _ledger_tables_exist(conn: Any) -> bool:
 
 
 def _ensure_ledger_tables(conn: Any) -> None:
+    """Make or bring up to date the ledger's tables, in a transaction of its own (committed here): a migration's
+    exclusive locks (ALTER TABLE, ALTER INDEX) end before the ledger write that follows, which on a server
+    shared by several workspaces would otherwise hold them for the whole write."""
     if not _schema_current(conn):  # (the columns and indexes are made with the tables, so they exist too)
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(hashtext('wikirag:schema'))")
             conn.execute(_LEDGER_DDL)
             conn.execute(_SUMMARY_DDL)
             conn.execute(_HOLDERS_DDL)
+    conn.commit()
 
 
 # What `holders` asks (which rows hold an entity or relation fragment of these names), answered from GIN indexes
