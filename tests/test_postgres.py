@@ -337,15 +337,19 @@ def test_ledger_holder_indexes_keep_no_pending_list_and_an_older_table_loses_its
     store.save(doc)
     assert _pending_pages(settings) == [0, 0]
 
-    with connect(settings) as conn:  # indexes as an older wikirag made them, and rows that wait in their lists
-        conn.execute("ALTER INDEX wikirag_ledger_notes_entities SET (fastupdate = on)")
-        conn.execute("ALTER INDEX wikirag_ledger_notes_relations SET (fastupdate = on)")
-        with conn.cursor() as cur:
+    def insert(start: int) -> None:  # rows written beside indexes that keep a pending list
+        with connect(settings) as conn, conn.cursor() as cur:
             cur.executemany("INSERT INTO wikirag_ledger_notes (workspace, path, digest, entry) VALUES (%s, %s, %s, %s)",
                             [("ledger_pending", f"later/{i}.md", f"x{i}", Jsonb(
                                 {"entities": [{"name": f"L{i}"}], "relations": [{"src": f"L{i}", "tgt": "E1"}]}))
-                             for i in range(800)])
-        conn.commit()
+                             for i in range(start, start + 800)])
+
+    with connect(settings) as conn:  # indexes as an older wikirag made them
+        conn.execute("ALTER INDEX wikirag_ledger_notes_entities SET (fastupdate = on)")
+        conn.execute("ALTER INDEX wikirag_ledger_notes_relations SET (fastupdate = on)")
+    insert(0)
+    assert min(_pending_pages(settings)) > 0  # such rows do wait there (this merges them: wait again below)
+    insert(800)
     store.load_summaries()
     store.save_rows(store.head(), {})  # the next write puts the indexes right and merges what waited
     assert _rows(settings, "SELECT count(*) FROM pg_class WHERE relname IN ('wikirag_ledger_notes_entities', "
