@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tests.storekit import HashEmbedding, copy_vault, snapshot
+from tests.storekit import HashEmbedding, age_vault_files, copy_vault, snapshot
 from wikirag.errors import ConfigError
 from wikirag.settings import load_config
 from wikirag.storage import embedded
@@ -364,10 +364,7 @@ def test_an_untouched_vault_is_answered_without_starting_the_server(work):
     vault = _embedded_vault(work)
     config = load_config(vault)
     first = run_index(config, embedding_func=HashEmbedding().func())
-    old = time.time_ns() - 10_000_000_000  # every file older than the manifest's racy window
-    for path in vault.rglob("*"):
-        if path.is_file() and ".wikirag" not in path.parts:
-            os.utime(path, ns=(old, old))
+    age_vault_files(vault)
     run_index(config, embedding_func=HashEmbedding().func())  # records the manifest for these stat data
     embedded.leave_all()  # this process was the server's last client: it stops
     assert _server_pid(config.storage) is None

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.storekit import HashEmbedding, copy_vault, ledger_doc, snapshot
+from tests.storekit import HashEmbedding, age_vault_files, copy_vault, ledger_doc, snapshot
 from wikirag.errors import StoreLocked, StoreMismatch
 from wikirag.graph.contribution import plain_text
 from wikirag.graph.naming import note_entity_names
@@ -196,14 +196,8 @@ def test_a_second_writer_gets_a_clear_message(vault, tmp_path):
 def test_a_run_that_finds_nothing_changed_needs_no_lock(vault, tmp_path):
     """Nothing changed since the last completed run (the manifest matches): the answer comes before the lock is
     asked for, so it is given while another process holds it. With a change, the run needs the lock."""
-    import os
-    import time
-
     config, first = index(vault, tmp_path / "store")
-    old = time.time_ns() - 10_000_000_000  # older than the manifest's racy window
-    for path in vault.rglob("*"):
-        if path.is_file() and ".wikirag" not in path.parts:
-            os.utime(path, ns=(old, old))
+    age_vault_files(vault)
     index(vault, tmp_path / "store")  # records the manifest for these stat data
     with StoreLock(config):
         again = run_index(config, embedding_func=HashEmbedding().func())
@@ -219,16 +213,10 @@ def test_a_rebuild_cut_short_leaves_no_manifest_claiming_the_store(vault, tmp_pa
     """`--rebuild` deleted the store's files in name order, wikirag's index database (the manifest, and on files
     the ledger) after LightRAG's: a rebuild killed in between left a manifest and a ledger that answered "nothing
     changed" over an empty store (found in review). Both go first now; the next run builds the store again."""
-    import os
-    import time
-
     import wikirag.storage.fs as fs
 
     config, first = index(vault, tmp_path / "store")
-    old = time.time_ns() - 10_000_000_000  # older than the manifest's racy window
-    for path in vault.rglob("*"):
-        if path.is_file() and ".wikirag" not in path.parts:
-            os.utime(path, ns=(old, old))
+    age_vault_files(vault)
     index(vault, tmp_path / "store")  # records the manifest for these stat data
     real = fs.is_store_file
 
@@ -394,15 +382,8 @@ def test_vaults_as_people_write_them_index_without_a_traceback(tmp_path):
 
 
 def test_an_untouched_vault_is_answered_from_the_manifest(vault, tmp_path, monkeypatch):
-    import os
-    import time
-
     config, first = index(vault, tmp_path / "store")
-    # make every file look older than the racy window, as after a normal pause
-    old = time.time_ns() - 10_000_000_000
-    for path in vault.rglob("*"):
-        if path.is_file() and ".wikirag" not in path.parts:
-            os.utime(path, ns=(old, old))
+    age_vault_files(vault)
     index(vault, tmp_path / "store")  # records the manifest for these stat data
     from wikirag.index import run as pipeline
 
