@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 LEDGER_FILENAME = "wikirag_ledger.json"
+INDEX_DB_FILENAME = "wikirag_index.sqlite"  # ledger rows, parse cache, manifest (storage.sqlite_store)
 
 
 LOCK_FILENAME = "wikirag.lock"
@@ -21,7 +22,7 @@ LOCK_FILENAME = "wikirag.lock"
 # nothing else, so a store pointed at the wrong folder can never take a user's file with it.
 STORE_FILE_PATTERNS = (
     "kv_store_*.json", "vdb_*.json", "graph_chunk_entity_relation.graphml", "wikirag_*.json", "wikirag_*.jsonl",
-    "wikirag_index.sqlite", "wikirag_index.sqlite-wal", "wikirag_index.sqlite-shm", "wikirag_lexical.npz",
+    INDEX_DB_FILENAME, f"{INDEX_DB_FILENAME}-wal", f"{INDEX_DB_FILENAME}-shm", "wikirag_lexical.npz",
     ".kv_store_*.tmp", ".vdb_*.tmp", ".wikirag_*.tmp",
 )
 
@@ -35,9 +36,6 @@ PGDATA_DIRNAME = "wikirag_pgdata"
 
 KEPT_ACROSS_REBUILD = ("wikirag_vectors.sqlite", "wikirag_vectors.sqlite-wal", "wikirag_vectors.sqlite-shm",
                        PGDATA_DIRNAME, f"{PGDATA_DIRNAME}.lock", f"{PGDATA_DIRNAME}.clients")
-
-
-INDEX_DB_PREFIX = "wikirag_index.sqlite"
 
 
 def is_store_file(path: Path) -> bool:
@@ -58,7 +56,7 @@ def wipe_store_files(workspace_dir: Path, keep: tuple[str, ...] = ()) -> list[Pa
         return kept
     # wikirag's own database first (ledger, manifest, parse cache): a wipe cut short then leaves LightRAG files
     # that the next run writes over, never a ledger that claims records already deleted
-    for child in sorted(workspace_dir.iterdir(), key=lambda c: (not c.name.startswith(INDEX_DB_PREFIX), c.name)):
+    for child in sorted(workspace_dir.iterdir(), key=lambda c: (not c.name.startswith(INDEX_DB_FILENAME), c.name)):
         if child.name in keep:
             continue
         if is_store_file(child):

@@ -20,10 +20,8 @@ from typing import Any
 
 import orjson
 
-from wikirag.storage.fs import LEDGER_FILENAME
+from wikirag.storage.fs import INDEX_DB_FILENAME, LEDGER_FILENAME
 from wikirag.storage.ledger_rows import RowSummary, encode_row, relation_key_text, whole_document
-
-INDEX_DB_FILENAME = "wikirag_index.sqlite"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS docs (name TEXT PRIMARY KEY, value TEXT NOT NULL);
