@@ -112,7 +112,7 @@ def _note_from_row(row: bytes) -> CachedNote | None:
     again for its checksum (a third of the load at 13,000 notes)."""
     head_text, _, rest_text = row.partition(b"\n")
     head = orjson.loads(head_text)
-    if not isinstance(head, dict) or head.get("rest_crc") != zlib.crc32(rest_text):
+    if not isinstance(head, dict) or head.get("rest_crc") != _crc(rest_text):
         return None
     _fill_defaults(head, _HEAD_FIELDS)
     note = object.__new__(CachedNote)
@@ -126,15 +126,15 @@ def _row_text(note: ParsedNote) -> str:
     holds no raw newline)."""
     rest = json.dumps({name: _plain(getattr(note, name)) for name in _REST_FIELDS}, ensure_ascii=False)
     head = {name: getattr(note, name) for name in _HEAD_FIELDS}
-    head["rest_crc"] = _crc(rest)
+    head["rest_crc"] = _crc(rest.encode("utf-8", "surrogatepass"))
     return json.dumps(head, ensure_ascii=False) + "\n" + rest
 
 
-def _crc(text: str) -> int:
+def _crc(rest: bytes) -> int:
     """What a row's rest is checked by when loaded (its decoding is deferred past the load's error handling):
     the CRC of its UTF-8 bytes, as SQLite keeps them. A CRC is enough against accidents, as for index.derived's
     rows."""
-    return zlib.crc32(text.encode("utf-8", "surrogatepass"))
+    return zlib.crc32(rest)
 
 
 def _plain(value: Any) -> Any:
