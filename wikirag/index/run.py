@@ -138,7 +138,7 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
     scanned = None  # asked before the store opens (an embedded server starts): a run that finds nothing changed
     if vault is None and not rebuild:  # ends on the manifest alone, lock-free: writers drop it before writing
         scanned = (scan := scan_vault(config.vault, config.exclude), stat_signature(scan))
-        if _unchanged(config, report, started, scanned[1]):
+        if _unchanged(config, _config_key(config), report, started, scanned[1]):
             return report
     if not rebuild:  # a store keeps the local model it was built with unless a setting names another
         adopt_store_embedding(config)
@@ -168,9 +168,10 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
         scan = files = None
         config_key = _config_key(config)
         if vault is None:  # `wikirag index`: ask (again, now under the lock) whether anything can have changed
-            scan = scanned[0] if scanned else scan_vault(config.vault, config.exclude)
-            files = scanned[1] if scanned else stat_signature(scan)
-            if _unchanged(config, report, started, files):
+            if scanned is None:
+                scanned = (scan := scan_vault(config.vault, config.exclude), stat_signature(scan))
+            scan, files = scanned
+            if _unchanged(config, config_key, report, started, files):
                 return report
             drop_manifest(config.workspace_dir)
         ledger = state.ledger if state is not None and state.ledger is not None else None
@@ -257,9 +258,10 @@ _MANIFEST_FIELDS = ("notes_total", "notes_skipped", "notes_failed", "notes_pendi
                     "relations", "chunks", "issues")
 
 
-def _unchanged(config: WikiragConfig, report: IndexReport, started: float, files: dict[str, Any]) -> bool:
+def _unchanged(config: WikiragConfig, config_key: str, report: IndexReport, started: float,
+               files: dict[str, Any]) -> bool:
     """Whether nothing changed since the last completed run (index.manifest); if so `report` says what it held."""
-    figures = load_unchanged(config.workspace_dir, _config_key(config), files)
+    figures = load_unchanged(config.workspace_dir, config_key, files)
     if figures is None or not search_files_ready(config.workspace_dir):
         return False
     vars(report).update(figures, notes_unchanged=figures["notes_total"] - figures["notes_skipped"],
