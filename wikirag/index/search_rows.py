@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +36,8 @@ def names_row(entry: Any) -> dict[str, Any]:
     """What queries need to name a note: title, aliases, entity names, tags, status, doc id, and how many
     distinct names its own links reach (what marks a navigation note, query.ranking.navigation_notes)."""
     names = {f.name for f in entry.entities}
-    linked = {f.name for f in entry.entities if f.rank == 1}
-    targets = {f.tgt for f in entry.relations if f.src == entry.entity and f.tgt in linked}
+    own = _from_own_links(entry)
+    targets = {f.tgt for f in entry.relations if own(f)}
     return {"title": entry.title, "entity": entry.entity, "aliases": list(entry.aliases),
             "entities": sorted(names - {entry.entity}), "entity_record": entry.entity in names,
             "tags": list(entry.tags), "status": entry.status, "doc_id": entry.doc_id,
@@ -47,9 +47,15 @@ def names_row(entry: Any) -> dict[str, Any]:
 def links_row(entry: Any) -> list[list[str]]:
     """A note's relations as [source, target, description, origin]; origin is "link" for a relation its own
     wikilinks/frontmatter gave (the note's entity to a name it links), "llm" for one LightRAG extracted."""
+    own = _from_own_links(entry)
+    return [[f.src, f.tgt, f.description[:300], "link" if own(f) else "llm"] for f in entry.relations]
+
+
+def _from_own_links(entry: Any) -> Callable[[Any], bool]:
+    """Whether a relation fragment is one the note's own wikilinks/frontmatter gave: from the note's entity to a
+    name it links (an entity fragment of rank 1). The others LightRAG extracted."""
     linked = {f.name for f in entry.entities if f.rank == 1}
-    return [[f.src, f.tgt, f.description[:300], "link" if f.src == entry.entity and f.tgt in linked else "llm"]
-            for f in entry.relations]
+    return lambda f: f.src == entry.entity and f.tgt in linked
 
 
 def names_table(ledger: Any) -> dict[str, dict[str, Any]]:
