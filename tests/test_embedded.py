@@ -224,6 +224,33 @@ def test_the_command_line_still_leaves_the_server_when_it_skips_the_interpreters
     assert _server_pid(config.storage) is None and embedded._Server(config.storage).read_clients() == []
 
 
+def test_a_server_that_cannot_start_is_a_one_line_error_naming_its_log(work):
+    vault = _embedded_vault(work)
+    settings = load_config(vault).storage
+    embedded.ensure_server(settings)  # a real cluster, then stopped
+    assert embedded.leave(settings) is True
+    with (Path(settings.data_dir) / "postgresql.conf").open("a") as conf:
+        conf.write("shared_buffers = 'lots'\n")  # postgres refuses this at start
+    with pytest.raises(embedded.EmbeddedServerError) as caught:
+        embedded.ensure_server(settings)
+    message = str(caught.value)
+    assert "did not start" in message and "shared_buffers" in message and "server.log" in message
+    assert "\n" not in message and _server_pid(settings) is None
+
+
+def test_the_server_runs_in_a_session_of_its_own_and_stops_when_asked(work):
+    """Ctrl-C in the terminal signals the command's process group: the server it started must not be in it
+    (another process may still be using it), and the last client's stop waits until it is gone."""
+    vault = _embedded_vault(work)
+    settings = load_config(vault).storage
+    embedded.ensure_server(settings)
+    pid = _server_pid(settings)
+    assert pid is not None and os.getsid(pid) == pid != os.getsid(0)
+    assert _rows(settings, "SELECT 1") == [(1,)]
+    assert embedded.leave(settings) is True
+    assert not (Path(settings.data_dir) / "postmaster.pid").exists() and _server_pid(settings) is None
+
+
 # --- crashes --------------------------------------------------------------------------------------------
 
 
