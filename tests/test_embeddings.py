@@ -90,3 +90,44 @@ def test_an_error_reaches_every_caller_and_the_embedder_recovers(embedder, monke
         embedder.embed(["a"])
     monkeypatch.undo()
     assert embedder.embed(["a"]).shape == (1, MINILM_DIM)
+
+
+def test_a_preload_that_fails_is_silent_and_the_first_embedding_reports_it(monkeypatch):
+    from wikirag.errors import ConfigError
+    from wikirag.lightrag import embeddings
+
+    uncaught = []
+    monkeypatch.setattr(threading, "excepthook", uncaught.append)
+    thread = embeddings.preload_local_model("no-such-model")
+    assert thread is not None
+    thread.join(60)
+    assert uncaught == [] and "no-such-model" not in embeddings._shared
+    assert embeddings.preload_local_model("no-such-model") is None  # tried once per process
+    with pytest.raises(ConfigError, match="no-such-model"):
+        embeddings.shared_minilm("no-such-model")
+
+
+def test_an_index_run_starts_loading_the_local_model_before_it_plans(tmp_path, monkeypatch):
+    """Only when something changed, and only for the configured local model (not an embedding_func)."""
+    from tests.storekit import HashEmbedding, age_vault_files
+    from wikirag.index import run
+    from wikirag.settings import load_config
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "a.md").write_text("# A\n\nLinks to [[b]] about ciphers.\n")
+    (vault / "b.md").write_text("# B\n\nA short note.\n")
+    age_vault_files(vault)
+    config = load_config(vault)
+    events: list[str] = []
+    real_plan = run.plan_index
+    monkeypatch.setattr(run, "preload_embedder", lambda cfg: events.append(f"preload {cfg.embedding.model}"))
+    monkeypatch.setattr(run, "plan_index", lambda *a, **k: (events.append("plan"), real_plan(*a, **k))[1])
+    run.run_index(config)
+    assert events == [f"preload {config.embedding.model}", "plan"]
+    events.clear()
+    run.run_index(config)  # nothing changed: answered from the manifest, no model
+    assert events == []
+    (vault / "b.md").write_text("# B\n\nA short note, edited.\n")
+    run.run_index(config, embedding_func=HashEmbedding().func())  # the given function is used, not the model
+    assert events == ["plan"]

@@ -33,7 +33,7 @@ from wikirag.index.report import IndexReport, Progress, fill_plan_counts, fill_t
 from wikirag.index.store_model import adopt_store_embedding
 from wikirag.index.summaries import MODE_KEY, TODO_KEY, summary_work
 from wikirag.lightrag.embeddings import EmbeddingCounter
-from wikirag.lightrag.engine import embedding_spec, open_engine
+from wikirag.lightrag.engine import embedding_spec, open_engine, preload_embedder
 from wikirag.lightrag.hinting import HintingLLM
 from wikirag.lightrag.tokens import count_tokens
 from wikirag.lightrag.writer import StoreWriter
@@ -142,6 +142,8 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
             return report
     if not rebuild:  # a store keeps the local model it was built with unless a setting names another
         adopt_store_embedding(config)
+    if rag is None and engine_kwargs.get("embedding_func") is None:
+        preload_embedder(config)  # something changed: the model loads while the run plans
     try:
         wipe = (lambda: _wipe_workspace(config, keep_llm_cache=not drop_llm_cache)) if rebuild else None
         return await _index(config, report, started, progress, wipe, vault, rag, hinting, llm_func,

@@ -31,6 +31,7 @@ from watchdog.observers import Observer
 from wikirag.index.report import IndexReport
 from wikirag.index.run import RunState, StoreLock, hinting_llm, index_vault, open_store_engine
 from wikirag.lightrag.embeddings import EmbeddingCounter
+from wikirag.lightrag.engine import preload_embedder
 from wikirag.llm.redact import redact
 from wikirag.settings import WikiragConfig
 from wikirag.vault.model import Vault
@@ -181,6 +182,8 @@ async def watch_vault(
                     # collector at its end (index.run.thaw_long_lived; 0.6 s at 13,000 notes)
                     vault.prepare_updates()
                     gc.collect()
+                    if engine_kwargs.get("embedding_func") is None:
+                        preload_embedder(config)  # and the local model, when the initial run embedded nothing
                     if on_initial:
                         on_initial(initial)
                     retry.after(initial, hinting is not None)

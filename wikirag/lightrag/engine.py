@@ -20,7 +20,14 @@ from typing import Any
 
 from wikirag.errors import ConfigError, LLMNotConfigured, StoreLocked
 from wikirag.lightrag.answers import forget_answers, keep_answers
-from wikirag.lightrag.embeddings import EMBEDDING_PROVIDERS, EmbeddingCounter, EmbeddingSpec, make_embedding_func
+from wikirag.lightrag.embeddings import (
+    EMBEDDING_PROVIDERS,
+    LOCAL_MODELS,
+    EmbeddingCounter,
+    EmbeddingSpec,
+    make_embedding_func,
+    preload_local_model,
+)
 from wikirag.lightrag.guard import import_lightrag
 from wikirag.lightrag.storages import lightrag_environment, lightrag_storage_kwargs
 from wikirag.lightrag.tokens import lightrag_tokenizer
@@ -41,6 +48,15 @@ def embedding_spec(config: WikiragConfig) -> EmbeddingSpec:
         raise ConfigError(f"embedding model {config.embedding.model!r}: unknown provider {provider!r} "
                           f"(use one of {', '.join(EMBEDDING_PROVIDERS)})")
     return EmbeddingSpec(provider=provider, model=model, dim=config.embedding.dim)
+
+
+def preload_embedder(config: WikiragConfig) -> None:
+    """Begin loading the configured local embedding model now, off the main thread (embeddings.
+    preload_local_model); nothing for an API model or a bad setting (the engine reports that)."""
+    with contextlib.suppress(ConfigError):
+        spec = embedding_spec(config)
+        if spec.provider == "local" and f"local:{spec.model}" in LOCAL_MODELS:
+            preload_local_model(spec.model)
 
 
 # LightRAG cancels an embedding call after twice its `default_embedding_timeout` (30 s): right for a remote
