@@ -241,6 +241,8 @@ def test_a_server_that_cannot_start_is_a_one_line_error_naming_its_log(work):
 def test_the_server_runs_in_a_session_of_its_own_and_stops_when_asked(work):
     """Ctrl-C in the terminal signals the command's process group: the server it started must not be in it
     (another process may still be using it), and the last client's stop waits until it is gone."""
+    import psutil
+
     vault = _embedded_vault(work)
     settings = load_config(vault).storage
     embedded.ensure_server(settings)
@@ -249,6 +251,7 @@ def test_the_server_runs_in_a_session_of_its_own_and_stops_when_asked(work):
     assert _rows(settings, "SELECT 1") == [(1,)]
     assert embedded.leave(settings) is True
     assert not (Path(settings.data_dir) / "postmaster.pid").exists() and _server_pid(settings) is None
+    assert not psutil.pid_exists(pid)  # its starter reaped it: no zombie left for the life of the process
 
 
 # --- crashes --------------------------------------------------------------------------------------------

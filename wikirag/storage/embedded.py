@@ -70,6 +70,7 @@ _joined: dict[str, StorageSettings] = {}  # data folder -> settings, for the ser
 
 
 _guard = threading.Lock()
+_postmasters: dict[int, subprocess.Popen] = {}  # pid -> the servers this process started (its children)
 
 
 def ensure_server(settings: StorageSettings) -> None:
@@ -191,6 +192,7 @@ class _Server:
                 raise EmbeddedServerError(f"embedded PostgreSQL in {self.data}: the server {why}; "
                                           f"{' / '.join(tail)} (log: {log})")
             time.sleep(_POLL_SECONDS)
+        _postmasters[postmaster.pid] = postmaster
 
     def _ensure_database(self) -> None:
         from dataclasses import replace
@@ -234,6 +236,9 @@ class _Server:
                 raise EmbeddedServerError(f"embedded PostgreSQL in {self.data}: the server did not stop in "
                                           f"{_START_STOP_SECONDS:.0f} s")
             time.sleep(_POLL_SECONDS)
+        child = _postmasters.pop(pid, None)
+        if child is not None:  # started by this process: reap it, rather than leave a zombie until we exit
+            child.wait(_START_STOP_SECONDS)
 
     # --- state ------------------------------------------------------------------------------------------
 
