@@ -163,6 +163,9 @@ class _Server:
         os.replace(staging, self.data)
 
     def _start(self, run_as: _RunAs) -> None:
+        for pid, child in list(_postmasters.items()):  # servers of ours that another client stopped: reap them
+            if child.poll() is not None:
+                del _postmasters[pid]
         if self.socket_dir != self.data:
             _private_dir(self.socket_dir, run_as)
         socket_dir = str(self.socket_dir).replace("'", "''")
