@@ -144,7 +144,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("vault", type=Path, nargs="?")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=2, help="model runs at once (wikirag: one per core, at most 4)")
     parser.add_argument("--batch-size", type=int, help="embedder batch size (default: the embedder's own)")
     parser.add_argument("--model", help="local model name (default: the configured default's)")
     parser.add_argument("--embedder-file", type=Path, help="load MiniLMEmbedder from this file instead")

@@ -92,6 +92,16 @@ def test_an_error_reaches_every_caller_and_the_embedder_recovers(embedder, monke
     assert embedder.embed(["a"]).shape == (1, MINILM_DIM)
 
 
+@pytest.mark.parametrize("model", ["all-MiniLM-L6-v2-onnx-int8", "all-MiniLM-L6-v2-int8-dynamic"])
+def test_runs_spread_over_threads_give_the_same_vectors_bit_for_bit(model):
+    texts = TEXTS + [f"note {i}: " + "cipher " * (i * 37 % 300) for i in range(40)]
+    alone = MiniLMEmbedder(threads=1, model=model)
+    spread = MiniLMEmbedder(threads=3, model=model)
+    assert spread.threads == 3 and spread._pool is not None
+    assert np.array_equal(alone.embed(texts), spread.embed(texts))
+    assert spread.model_runs == alone.model_runs > 1
+
+
 def test_a_preload_that_fails_is_silent_and_the_first_embedding_reports_it(monkeypatch):
     from wikirag.errors import ConfigError
     from wikirag.lightrag import embeddings
