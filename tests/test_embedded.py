@@ -249,6 +249,9 @@ def test_the_server_runs_in_a_session_of_its_own_and_stops_when_asked(work):
     pid = _server_pid(settings)
     assert pid is not None and os.getsid(pid) == pid != os.getsid(0)
     assert _rows(settings, "SELECT 1") == [(1,)]
+    run_as = embedded._run_as()
+    log_owner = (Path(settings.data_dir) / "server.log").stat().st_uid
+    assert log_owner == (run_as.uid if run_as.user else os.getuid())  # the server's file, as pg_ctl left it
     assert embedded.leave(settings) is True
     assert not (Path(settings.data_dir) / "postmaster.pid").exists() and _server_pid(settings) is None
     assert not psutil.pid_exists(pid)  # its starter reaped it: no zombie left for the life of the process

@@ -181,6 +181,8 @@ class _Server:
         # The postmaster is started and waited for here rather than by `pg_ctl start -w`, which polls
         # every 100 ms: the server is ready in 40-70 ms, and every command that starts it paid the rest.
         env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}  # PGDATA, PGPORT, ... not ours
+        log.touch()
+        run_as.own(log)  # the server's, as pg_ctl left it: this process only hands it the open file
         with log.open("ab") as out:
             postmaster = subprocess.Popen(
                 [str(bin_dir() / "postgres"), "-D", str(self.data)], stdin=subprocess.DEVNULL, stdout=out,
