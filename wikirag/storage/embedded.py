@@ -16,8 +16,10 @@ the last one leaves) and handle those points:
 
 Lifetime: the first wikirag process that needs the server starts it (or joins the one running) and records
 itself in `wikirag_pgdata.clients`; each process leaves at exit, and the last one stops the server
-(`pg_ctl stop -m fast`, a clean shutdown). `index`, `watch`, `mcp` and `query` share one server. A process
-killed with -9 cannot leave: the server then runs on until the next wikirag process on this store exits.
+(SIGINT: the fast, clean shutdown of `pg_ctl stop -m fast`). `index`, `watch`, `mcp` and `query` share one
+server. The postmaster is started, and waited for, without pg_ctl (whose 100 ms polls were most of each start
+and stop), in a session of its own so the terminal's Ctrl-C never reaches it. A process killed with -9 cannot
+leave: the server then runs on until the next wikirag process on this store exits.
 
 Durability: PostgreSQL's defaults stay (fsync, full-page writes, synchronous commit): a crash loses nothing
 committed, and the write-ahead ledger in the same database completes an interrupted run.
