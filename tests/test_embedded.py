@@ -257,6 +257,43 @@ def test_the_server_runs_in_a_session_of_its_own_and_stops_when_asked(work):
     assert not psutil.pid_exists(pid)  # its starter reaped it: no zombie left for the life of the process
 
 
+def test_a_linked_server_log_is_refused_and_its_target_left_alone(work):
+    """As root the data folder is the server user's: a link planted there must not make wikirag open (or
+    chown) another file."""
+    vault = _embedded_vault(work)
+    settings = load_config(vault).storage
+    embedded.ensure_server(settings)
+    assert embedded.leave(settings) is True
+    target = work / "not-a-log"
+    target.write_text("precious\n")
+    before = target.stat()
+    log = Path(settings.data_dir) / "server.log"
+    log.unlink()
+    log.symlink_to(target)
+    with pytest.raises(embedded.EmbeddedServerError, match="server.log: cannot open"):
+        embedded.ensure_server(settings)
+    after = target.stat()
+    assert target.read_text() == "precious\n" and (after.st_uid, after.st_mode) == (before.st_uid, before.st_mode)
+    assert _server_pid(settings) is None
+
+
+def test_a_pid_file_left_by_a_killed_server_is_not_taken_for_the_new_one(work):
+    """postmaster.pid of a server killed with -9 still says "ready"; if its pid comes round again, only its
+    start time tells it from the new server's (as pg_ctl checks)."""
+    server = embedded._Server(load_config(_embedded_vault(work)).storage)
+    server.data.mkdir(parents=True)
+    now = time.time()
+    lines = ["4242", str(server.data), str(int(now) - 3600), "5432", str(server.data), "", "1 2", "ready   "]
+    (server.data / "postmaster.pid").write_text("\n".join(lines) + "\n")
+    assert not server._ready(4242, launched=now)  # an hour old
+    lines[2] = str(int(now))
+    (server.data / "postmaster.pid").write_text("\n".join(lines) + "\n")
+    assert server._ready(4242, launched=now) and not server._ready(4243, launched=now)
+    lines[7] = "starting"
+    (server.data / "postmaster.pid").write_text("\n".join(lines) + "\n")
+    assert not server._ready(4242, launched=now)
+
+
 # --- crashes --------------------------------------------------------------------------------------------
 
 

@@ -26,7 +26,7 @@ def main() -> None:
     """The `wikirag` command. When it ends, the process exits without the interpreter's teardown: freeing a
     13,000-note vault's objects one by one took about 1 s after the work was done. Exit handlers (the embedded
     server's leave, logging) run and the output is flushed first; with any other thread alive the usual exit
-    is taken (nothing is cut short)."""
+    is taken (nothing is cut short), so the idle pools of wikirag.lightrag are let go first."""
     try:
         app()
         code: object = 0
@@ -35,6 +35,8 @@ def main() -> None:
     status = code if isinstance(code, int) else 0 if code is None else 1
     if not isinstance(code, int | None):
         print(code, file=sys.stderr)
+    if "wikirag.lightrag" in sys.modules:  # idle pools (the embedder's, LightRAG's file writes) are threads too
+        sys.modules["wikirag.lightrag"].release_threads()
     if threading.active_count() > 1:
         sys.exit(status)
     atexit._run_exitfuncs()

@@ -114,7 +114,7 @@ class MiniLMEmbedder:
         # One thread per model run, `threads` runs at once (`_pool`): this model's runs are small (one window of
         # tens to 256 word-pieces), and onnxruntime's intra-op threads barely shorten one (110 -> 114 windows/s
         # on 2 cores) while two runs side by side nearly double the rate (205 windows/s), with the same vectors.
-        self.threads = max(1, threads if threads is not None else min(4, os.cpu_count() or 1))
+        self.threads = max(1, threads if threads is not None else min(4, _usable_cores()))
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -137,6 +137,13 @@ class MiniLMEmbedder:
         self.texts_embedded = 0
         # What the model was fed, for benchmarks: runs, real word-pieces, positions (padding included).
         self.model_runs = self.word_pieces = self.positions = 0
+
+    def close(self) -> None:
+        """Let the pool's threads go (a command's end: `wikirag.cli.main` exits fast only when no other thread
+        is alive); later calls run one batch at a time."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
 
     def windows(self, text: str) -> list[list[int]]:
         """The word-piece windows a text is embedded as (each ≤ MINILM_WINDOW with [CLS]/[SEP])."""
@@ -226,6 +233,13 @@ class MiniLMEmbedder:
         return (vectors / np.maximum(norms, 1e-12)).astype(np.float32)[slot]
 
 
+def _usable_cores() -> int:
+    """The cores this process may run on (a container's CPU set, not the host's count)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
 def _windows(ids: list[int]) -> list[np.ndarray]:
     """Word-piece ids cut into windows of MINILM_WINDOW - 2, each framed by [CLS] … [SEP]."""
     step = MINILM_WINDOW - 2
@@ -255,6 +269,7 @@ def shared_minilm(model: str = MINILM_NAME) -> MiniLMEmbedder:
 
 _preloading: set[str] = set()
 _preloading_lock = threading.Lock()
+_preload_threads: list[threading.Thread] = []
 
 
 def preload_local_model(model: str) -> threading.Thread | None:
@@ -277,7 +292,18 @@ def preload_local_model(model: str) -> threading.Thread | None:
     # exception"; tests/test_dotenv_guard.py caught it).
     thread = threading.Thread(target=load, name=f"wikirag-preload-{model}")
     thread.start()
+    _preload_threads.append(thread)
     return thread
+
+
+def release_threads() -> None:
+    """At a command's end: wait for any preload still running, then stop the shared embedders' pools, so that
+    no thread of ours is left alive."""
+    for thread in _preload_threads:
+        thread.join()
+    with _shared_lock:
+        for embedder in _shared.values():
+            embedder.close()
 
 
 EMBEDDING_PROVIDERS = ("local", "openai", "ollama")

@@ -183,15 +183,26 @@ class _Server:
         # The postmaster is started and waited for here rather than by `pg_ctl start -w`, which polls
         # every 100 ms: the server is ready in 40-70 ms, and every command that starts it paid the rest.
         env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}  # PGDATA, PGPORT, ... not ours
-        log.touch()
-        run_as.own(log)  # the server's, as pg_ctl left it: this process only hands it the open file
-        with log.open("ab") as out:
+        # Opened without following a link and given to the server's user by descriptor: as root, a link
+        # planted in the data folder (the server user's) must not make us open or chown another file.
+        try:
+            fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        except OSError as exc:
+            raise EmbeddedServerError(f"{log}: cannot open the embedded server's log ({exc.strerror}); "
+                                      "if it is a link, remove it") from None
+        try:
+            if run_as.user:
+                os.fchown(fd, run_as.uid, run_as.gid)  # the server's file, as pg_ctl left it
+            launched = time.time()
             postmaster = subprocess.Popen(
-                [str(bin_dir() / "postgres"), "-D", str(self.data)], stdin=subprocess.DEVNULL, stdout=out,
+                [str(bin_dir() / "postgres"), "-D", str(self.data)], stdin=subprocess.DEVNULL, stdout=fd,
                 stderr=subprocess.STDOUT, env=env, start_new_session=True,  # Ctrl-C here must not stop it
                 **run_as.kwargs)
+        finally:
+            os.close(fd)
+        _postmasters[postmaster.pid] = postmaster  # ours to reap, even if it is not ready in time
         deadline = time.monotonic() + _START_STOP_SECONDS
-        while self._pid_file_status() != (postmaster.pid, "ready"):
+        while not self._ready(postmaster.pid, launched):
             if postmaster.poll() is not None or time.monotonic() > deadline:
                 tail = log.read_text(errors="replace").strip().splitlines()[-3:] if log.exists() else []
                 why = "did not start" if postmaster.returncode is not None else \
@@ -199,7 +210,6 @@ class _Server:
                 raise EmbeddedServerError(f"embedded PostgreSQL in {self.data}: the server {why}; "
                                           f"{' / '.join(tail)} (log: {log})")
             time.sleep(_POLL_SECONDS)
-        _postmasters[postmaster.pid] = postmaster
 
     def _ensure_database(self) -> None:
         from dataclasses import replace
@@ -227,7 +237,7 @@ class _Server:
                     return False
                 self._stop()
                 return True
-        except (OSError, WikiragError):  # at exit: never turn a finished command into a failure
+        except (OSError, WikiragError, subprocess.TimeoutExpired):  # at exit: never fail a finished command
             return False
 
     def _stop(self) -> None:
@@ -258,14 +268,15 @@ class _Server:
             return None
         return pid if _alive(pid) else None
 
-    def _pid_file_status(self) -> tuple[int, str] | None:
-        """postmaster.pid's pid and status line ("starting", "ready", "stopping"), or None before it is
-        written (the postmaster writes its lines one by one)."""
+    def _ready(self, pid: int, launched: float) -> bool:
+        """postmaster.pid names `pid`, says "ready", and was written by a server started after `launched`: a
+        file left by a server killed with -9 also says "ready", and its pid can come round again (pg_ctl
+        checks the start time the same way)."""
         try:
             lines = (self.data / "postmaster.pid").read_text().splitlines()
-            return int(lines[0]), lines[7].strip()
-        except (OSError, ValueError, IndexError):
-            return None
+            return int(lines[0]) == pid and lines[7].strip() == "ready" and int(lines[2]) >= launched - 2
+        except (OSError, ValueError, IndexError):  # not there yet, or being written line by line
+            return False
 
     def read_clients(self) -> list[list[float]]:
         """Live clients as [pid, start time]; a dead process (or a reused pid) is dropped."""
