@@ -182,7 +182,6 @@ class _Server:
         log = self.data / "server.log"
         # The postmaster is started and waited for here rather than by `pg_ctl start -w`, which polls
         # every 100 ms: the server is ready in 40-70 ms, and every command that starts it paid the rest.
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}  # PGDATA, PGPORT, ... not ours
         # Opened without following a link and given to the server's user by descriptor: as root, a link
         # planted in the data folder (the server user's) must not make us open or chown another file.
         try:
@@ -196,7 +195,7 @@ class _Server:
             launched = time.time()
             postmaster = subprocess.Popen(
                 [str(bin_dir() / "postgres"), "-D", str(self.data)], stdin=subprocess.DEVNULL, stdout=fd,
-                stderr=subprocess.STDOUT, env=env, start_new_session=True,  # Ctrl-C here must not stop it
+                stderr=subprocess.STDOUT, env=_server_env(), start_new_session=True,  # Ctrl-C here must not stop it
                 **run_as.kwargs)
         finally:
             os.close(fd)
@@ -294,9 +293,9 @@ class _Server:
 
     def _pg(self, program: str, *args: str, run_as: _RunAs, timeout: float) -> None:
         command = [str(bin_dir() / program), *args]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}  # PGDATA, PGPORT, ... not ours
         try:
-            out = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, **run_as.kwargs)
+            out = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=_server_env(),
+                                 **run_as.kwargs)
         except subprocess.TimeoutExpired:
             raise EmbeddedServerError(f"embedded PostgreSQL in {self.data}: {program} did not finish in "
                                       f"{timeout:.0f} s") from None
@@ -304,6 +303,11 @@ class _Server:
             detail = (out.stderr or out.stdout).strip().splitlines()
             raise EmbeddedServerError(f"embedded PostgreSQL in {self.data}: {program} failed: "
                                       f"{detail[-1] if detail else out.returncode}")
+
+
+def _server_env() -> dict[str, str]:
+    """This environment for PostgreSQL's programs, without PGDATA, PGPORT, ...: those are not ours to pass."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("PG")}
 
 
 def _me() -> list[float]:
