@@ -267,9 +267,8 @@ def shared_minilm(model: str = MINILM_NAME) -> MiniLMEmbedder:
         return _shared[model]
 
 
-_preloading: set[str] = set()
-_preloading_lock = threading.Lock()
-_preload_threads: list[threading.Thread] = []
+_preloads: dict[str, threading.Thread] = {}  # model -> the thread that loads (or loaded) it
+_preloads_lock = threading.Lock()
 
 
 def preload_local_model(model: str) -> threading.Thread | None:
@@ -278,28 +277,25 @@ def preload_local_model(model: str) -> threading.Thread | None:
     run knows something changed, it runs beside the run's planning instead of after it (a one-note edit at
     13,000 notes as a new process: 2.6 -> 2.2 s). A failure here stays silent: the first embedding loads the
     model again and raises the error where it belongs."""
-    with _preloading_lock:  # not _shared_lock: a load in progress holds that one
-        if model in _preloading or model in _shared:
-            return None
-        _preloading.add(model)
-
     def load() -> None:
         with contextlib.suppress(Exception):
             shared_minilm(model)
 
-    # Not a daemon: the interpreter waits for the load before it exits. A process that ended during it tore
-    # onnxruntime down under the loading thread, and C++ aborted it ("terminate called without an active
-    # exception"; tests/test_dotenv_guard.py caught it).
-    thread = threading.Thread(target=load, name=f"wikirag-preload-{model}")
-    thread.start()
-    _preload_threads.append(thread)
+    with _preloads_lock:  # not _shared_lock: a load in progress holds that one
+        if model in _preloads or model in _shared:
+            return None
+        # Not a daemon: the interpreter waits for the load before it exits. A process that ended during it
+        # tore onnxruntime down under the loading thread, and C++ aborted it ("terminate called without an
+        # active exception"; tests/test_dotenv_guard.py caught it).
+        thread = _preloads[model] = threading.Thread(target=load, name=f"wikirag-preload-{model}")
+        thread.start()  # under the lock: release_threads never meets a thread not yet started
     return thread
 
 
 def release_threads() -> None:
     """At a command's end: wait for any preload still running, then stop the shared embedders' pools, so that
     no thread of ours is left alive."""
-    for thread in _preload_threads:
+    for thread in list(_preloads.values()):
         thread.join()
     with _shared_lock:
         for embedder in _shared.values():
