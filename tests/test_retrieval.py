@@ -173,3 +173,23 @@ def test_the_retrieval_tokenizer_round_trips_and_counts_close_to_tiktoken():
         assert tokenizer.decode(tokens) == text
         assert tokenizer.decode(tokens[:10]) == text[: len(tokenizer.decode(tokens[:10]))]
         assert 0.75 < len(tokens) / count_tokens(text) < 1.25, path
+
+
+def test_the_retrieval_tokenizer_cuts_lists_at_the_longest_prefix_that_fits():
+    from lightrag.utils import truncate_list_by_token_size
+
+    from wikirag.lightrag.readtokens import retrieval_tokenizer
+
+    tokenizer = retrieval_tokenizer()
+    texts = [line for path in sorted(SAMPLE.rglob("*.md")) for line in path.read_text(encoding="utf-8").splitlines()
+             if line.strip()]
+    tokens = tokenizer.encode("\n".join(texts[:50]))
+    text, offsets = tokenizer.tokenizer.decode_with_offsets(tokens)
+    assert text == "\n".join(texts[:50])
+    assert offsets == [len(tokenizer.decode(tokens[:i])) for i in range(len(tokens))]
+    items = [{"text": t} for t in texts]
+    for budget in (1, 40, 333, 2000, 10**6):
+        kept = truncate_list_by_token_size(items, lambda item: item["text"], "\n", budget, tokenizer)
+        fits = [k for k in range(len(items) + 1)
+                if k == 0 or len(tokenizer.encode("\n".join(texts[:k]))) <= budget]
+        assert len(kept) == max(fits), budget
