@@ -426,6 +426,48 @@ def test_tend_changed_tables_vacuums_what_autovacuum_would_and_only_that(work):
     assert "Index Only Scan" in plan and "Heap Fetches: 0" in plan
 
 
+def _vector_scan(settings: StorageSettings, table: str) -> tuple[list[str], int, int]:
+    """The five nearest rows to the table's first vector, as LightRAG's exact scan orders them, the buffers that
+    scan read and the table's own pages."""
+    with connect(settings) as conn:  # one connection, the plan read second: catalog reads are not counted
+        first = conn.execute(f"SELECT content_vector::text FROM {table} ORDER BY id LIMIT 1").fetchone()[0]
+        nearest = f"SELECT id FROM {table} ORDER BY content_vector <=> %s::vector, id LIMIT 5"
+        ids = [row[0] for row in conn.execute(nearest, (first,))]
+        plan = conn.execute(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {nearest}", (first,)).fetchone()[0][0]["Plan"]
+        pages = conn.execute("SELECT pg_relation_size(%s::regclass) / 8192", (table,)).fetchone()[0]
+    return ids, plan["Shared Hit Blocks"] + plan["Shared Read Blocks"], pages
+
+
+def test_an_index_run_keeps_vectors_inside_their_rows_and_rewrites_an_older_stores_rows(work):
+    """pgvector stores a vector out of line (TOAST) once its row passes 2 KB, and each row of LightRAG's exact
+    vector scans then fetched its vector from there. An index run sets the vector columns' storage to MAIN; on
+    the embedded server it also rewrites the rows an older store wrote out of line, once."""
+    from wikirag.index.run import run_index
+    from wikirag.storage.postgres import keep_vectors_inline
+
+    config = load_config(_embedded_vault(work))
+    run_index(config, embedding_func=HashEmbedding().func())
+    tables = [row[0] for row in _rows(config.storage, "SELECT relname FROM pg_class WHERE relkind = 'r' "
+                                                      "AND relname LIKE 'lightrag\\_vdb\\_%%' ORDER BY relname")]
+    storage = "SELECT attstorage FROM pg_attribute WHERE attrelid = %s::regclass AND attname = 'content_vector'"
+    assert len(tables) == 3 and all(_rows(config.storage, storage, table) == [("m",)] for table in tables)
+    with connect(config.storage, autocommit=True) as conn:  # a store from before: pgvector's default, out of line
+        for table in tables:
+            conn.execute(f"ALTER TABLE {table} ALTER COLUMN content_vector SET STORAGE EXTERNAL")
+            conn.execute(f"ALTER TABLE {table} SET (toast_tuple_target = 128)")  # rows this small go out of line too
+            conn.execute(f"UPDATE {table} SET content_vector = content_vector::real[]::vector")
+            conn.execute(f"VACUUM (FULL, ANALYZE) {table}")
+    before = {table: _vector_scan(config.storage, table) for table in tables}
+    assert all(buffers > 2 * pages for _, buffers, pages in before.values())  # the TOAST table is read too
+
+    assert keep_vectors_inline(config.storage) == tables
+    assert keep_vectors_inline(config.storage) == []  # once
+    for table in tables:
+        ids, buffers, pages = _vector_scan(config.storage, table)
+        assert ids == before[table][0]  # the same vectors
+        assert buffers <= pages, table  # the table's own pages only
+
+
 def test_an_untouched_vault_is_answered_without_starting_the_server(work):
     """`wikirag index` asks the manifest whether anything changed before it opens the store: when nothing did,
     the embedded server is not started (0.3 s of a new process at 13,000 notes) and nothing is connected to."""
