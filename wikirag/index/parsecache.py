@@ -48,6 +48,7 @@ class ParseCache(dict):
 # rest (text, headings, links with their contexts: most of a row) is decoded when first read (CachedNote).
 _HEAD_FIELDS = ("path", "name", "title", "type", "aliases", "tags", "frontmatter_error", "body_line_offset",
                 "links_in_code_ignored", "words", "route_override")
+_HEAD_KEYS = frozenset(_HEAD_FIELDS)
 _NOTE_FIELDS = ParsedNote.__dataclass_fields__
 _REST_FIELDS = tuple(f for f in _NOTE_FIELDS if f not in _HEAD_FIELDS)
 _LINK_FIELDS = frozenset(WikiLink.__dataclass_fields__)
@@ -112,12 +113,14 @@ def _note_from_row(row: bytes) -> CachedNote | None:
     again for its checksum (a third of the load at 13,000 notes)."""
     head_text, _, rest_text = row.partition(b"\n")
     head = orjson.loads(head_text)
-    if not isinstance(head, dict) or head.get("rest_crc") != _crc(rest_text):
+    if not isinstance(head, dict) or head.pop("rest_crc", None) != _crc(rest_text):
         return None
-    _fill_defaults(head, _HEAD_FIELDS)
+    if head.keys() != _HEAD_KEYS:  # a row from before a field existed (or after one went): defaults, no extras
+        _fill_defaults(head, _HEAD_FIELDS)
+        head = {name: head[name] for name in _HEAD_FIELDS}
+    head["_rest"] = rest_text
     note = object.__new__(CachedNote)
-    note.__dict__.update((name, head[name]) for name in _HEAD_FIELDS)
-    note.__dict__["_rest"] = rest_text
+    note.__dict__ = head  # the decoded head becomes the note's own attributes: no copy per row
     return note
 
 
