@@ -238,6 +238,28 @@ def test_a_server_that_cannot_start_is_a_one_line_error_naming_its_log(work):
     assert "\n" not in message and _server_pid(settings) is None
 
 
+def test_a_first_connect_starts_the_server_while_psycopg_loads_and_reports_its_failure(work):
+    """In a process that has not loaded psycopg, `connect` starts the server in a thread meanwhile: the
+    connection works, and a server that cannot start is still the one-line error, raised in the caller."""
+    vault = _embedded_vault(work)
+    settings = load_config(vault).storage
+    script = ("import sys; from pathlib import Path; from wikirag.settings import load_config\n"
+              "from wikirag.storage.postgres import connect\n"
+              "assert 'psycopg' not in sys.modules\n"
+              "try:\n"
+              f"    print(connect(load_config(Path({str(vault)!r})).storage).execute('SELECT 41 + 1').fetchone()[0])\n"
+              "except Exception as exc:\n"
+              "    print(type(exc).__name__, exc)\n")
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert run.stdout.strip() == "42", run.stderr
+    assert _server_pid(settings) is None  # the process left, and stopped it
+    with (Path(settings.data_dir) / "postgresql.conf").open("a") as conf:
+        conf.write("shared_buffers = 'lots'\n")  # postgres refuses this at start
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert run.stdout.startswith("EmbeddedServerError ") and "did not start" in run.stdout, run.stderr
+    assert "shared_buffers" in run.stdout and run.stdout.count("\n") == 1
+
+
 def test_the_server_runs_in_a_session_of_its_own_and_stops_when_asked(work):
     """Ctrl-C in the terminal signals the command's process group: the server it started must not be in it
     (another process may still be using it), and the last client's stop waits until it is gone."""
