@@ -83,3 +83,80 @@ def test_context_only_with_an_llm_makes_no_llm_call(store):
 def test_a_failing_llm_is_a_clear_error_not_an_empty_result(store):
     with pytest.raises(QueryFailed):
         ask(store, "Who designed the Bombe?", mode="naive", llm_func=FakeLLM(mode="fail", fail_kinds=("answer",)))
+
+
+class _RecordingLLM:
+    """FakeLLM's answers, with every system prompt kept: LightRAG puts an answer's context there."""
+
+    def __init__(self) -> None:
+        self.fake, self.system_prompts = FakeLLM(), []
+
+    async def __call__(self, prompt, system_prompt=None, **kwargs):
+        self.system_prompts.append(system_prompt or "")
+        return await self.fake(prompt, system_prompt=system_prompt, **kwargs)
+
+
+_BIAS = "我们会因为自己更容易想到某件事，而认为这件事发生的概率更高。多看了几次飞机坠毁新闻，就以为飞机失事概率很高。"
+_CHINESE_QUESTION = "为什么多看几次飞机失事的新闻，就会觉得坐飞机更危险？"
+
+
+@pytest.fixture(scope="module")
+def mixed_store(tmp_path_factory):
+    """English notes and two Chinese ones. The hashed test vectors, like the English local model, match no
+    Chinese question to a Chinese chunk (a run of CJK characters is one "word" to them); BM25's bigrams do."""
+    root = tmp_path_factory.mktemp("zh")
+    vault = root / "vault"
+    vault.mkdir()
+    (vault / "现成偏误.md").write_text(f"{_BIAS}\n", encoding="utf-8")
+    (vault / "信息茧房.md").write_text("人们关注的信息领域会习惯性地被自己的兴趣所引导，生活桎梏于蚕茧一般的茧房中。\n",
+                                      encoding="utf-8")
+    for i, topic in enumerate(("tomatoes in a greenhouse", "a bicycle's gears", "baking sourdough bread",
+                               "the rules of chess openings", "planning a walking holiday")):
+        (vault / f"Note {i}.md").write_text(f"# Note {i}\n\nSome thoughts about {topic}, written down.\n",
+                                            encoding="utf-8")
+    config = load_config(vault, store=root / "store")
+    run_index(config, embedding_func=HashEmbedding().func())
+    return config
+
+
+@pytest.mark.parametrize("mode", ["naive", "mix"])
+def test_an_answer_in_naive_and_mix_mode_reads_the_chunks_bm25_finds(mixed_store, mode):
+    """The answer's context is LightRAG's vector chunks fused with BM25's: a question the vectors cannot match
+    still reaches the LLM with its note's text; --no-fusion gives LightRAG's own context."""
+    fused, own = _RecordingLLM(), _RecordingLLM()
+    result = ask(mixed_store, _CHINESE_QUESTION, mode=mode, llm_func=fused)
+    ask(mixed_store, _CHINESE_QUESTION, mode=mode, llm_func=own, fusion=False)
+    assert result.answer and result.sources[0].path == "现成偏误.md"
+    assert any(_BIAS[:20] in prompt for prompt in fused.system_prompts)
+    assert not any(_BIAS[:20] in prompt for prompt in own.system_prompts)  # (naive: no context, so no call)
+
+
+def test_a_chunk_order_holds_for_its_own_question_only(mixed_store):
+    """One warm engine, two questions at once: each gets the chunks its own order chose, and a call outside
+    any order gets LightRAG's vector hits (lightrag.context_chunks)."""
+    from wikirag.index.lexical import load_index
+    from wikirag.lightrag.context_chunks import chunk_order, reorder_chunks
+    from wikirag.lightrag.engine import open_engine
+
+    async def go():
+        async with open_engine(mixed_store, embedding_func=HashEmbedding().func()) as rag:
+            lexical = load_index(mixed_store.workspace_dir)
+            by_note = dict(zip(lexical.chunk_paths, lexical.chunk_ids, strict=True))
+            reorder_chunks(rag)
+            reorder_chunks(rag)  # idempotent: one wrapper
+
+            async def hits(note: str | None) -> list[str]:
+                if note is None:
+                    found = await rag.chunks_vdb.query("tomatoes greenhouse", top_k=3)
+                else:
+                    with chunk_order(lambda vector_ids, k: [by_note[note], *vector_ids, *lexical.chunk_ids]):
+                        await asyncio.sleep(0)  # let the other question run in between
+                        found = await rag.chunks_vdb.query("tomatoes greenhouse", top_k=3)
+                return [h["file_path"] for h in found]
+
+            first, second, plain = await asyncio.gather(hits("现成偏误.md"), hits("信息茧房.md"), hits(None))
+            assert first[0] == "现成偏误.md" and second[0] == "信息茧房.md"
+            assert "现成偏误.md" not in plain and "信息茧房.md" not in plain and plain[0] == "Note 0.md"
+            assert len(first) == len(second) == 3  # no more than LightRAG asked for, read from its chunk store
+
+    asyncio.run(go())

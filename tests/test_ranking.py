@@ -14,7 +14,7 @@ from tests.storekit import HashEmbedding, indexed_copy
 from wikirag.cli import app
 from wikirag.index.lexical import build_index, tokenize
 from wikirag.query.notes import NoteTable
-from wikirag.query.ranking import FUSION, Fusion, chunk_notes, fuse, graph_notes, lexical_notes
+from wikirag.query.ranking import FUSION, Fusion, chunk_notes, context_chunk_order, fuse, graph_notes, lexical_notes
 from wikirag.query.retrieve import ask
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,6 +50,19 @@ def test_graph_notes_are_the_notes_the_entities_stand_for():
 
 def _index(rows: list[tuple[str, str]]):
     return build_index([(f"c{i}", path, "", tokenize(text)) for i, (path, text) in enumerate(rows)])
+
+
+def test_an_answers_chunks_take_lightrags_and_bm25s_in_turn():
+    """Vector hit, BM25 hit, vector hit, ...: a chunk both found comes once, at its first turn, and the list
+    stops at LightRAG's count; without a lexical index the vector hits stand."""
+    index = _index([("a.md", "enigma rotor wiring"), ("b.md", "enigma plugboard"), ("c.md", "a rotor")])
+    choose = context_chunk_order(index, "enigma rotor")
+    lexical = [index.chunk_ids[i] for i, _ in index.top("enigma rotor", 3)]
+    assert lexical[0] == "c0" and sorted(lexical) == ["c0", "c1", "c2"]  # the chunk with both words leads
+    assert choose(["v1", "c0", "v2"], 4) == ["v1", "c0", lexical[1], "v2"]
+    assert choose(["v1", "v2", "v3", "v4"], 3) == ["v1", "c0", "v2"]
+    assert choose([], 5) == lexical
+    assert context_chunk_order(None, "enigma rotor")(["v1", "v2"], 5) == ["v1", "v2"]
 
 
 def test_a_note_is_ranked_by_its_best_chunk_unless_spread_adds_the_rest():

@@ -15,7 +15,9 @@ others held out (see the README's figures); the docstring of `FUSION` says what 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import zip_longest
 from typing import TYPE_CHECKING, Any
 
 from wikirag.index.lexical import tokenize
@@ -71,6 +73,23 @@ def rrf(rankings: dict[str, list[str]], k: int = 60, weights: dict[str, float] |
         for rank, item in enumerate(dict.fromkeys(ids), start=1):
             score[item] += weight / (k + rank)
     return sorted(score.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def context_chunk_order(index: LexicalIndex | None, query: str) -> Callable[[list[str], int], list[str]]:
+    """The chunks an LLM answer reads in naive and mix mode (lightrag.context_chunks): LightRAG's vector hits and
+    BM25's best chunks for the question taken in turn, as LightRAG itself merges its vector and graph chunks in
+    mix mode, as many as LightRAG asked for. In turn, not by the notes' fusion weights: the context holds 20
+    chunks, and where the vectors are the stronger side (mathwiki) BM25 must not push them out (docs/retrieval.md,
+    "What an answer reads"). Without a lexical index, LightRAG's own hits."""
+
+    def choose(vector_ids: list[str], top_k: int) -> list[str]:
+        if index is None:
+            return vector_ids
+        lexical = [index.chunk_ids[i] for i, _ in index.top(query, top_k)]
+        merged = dict.fromkeys(c for pair in zip_longest(vector_ids, lexical) for c in pair if c is not None)
+        return list(merged)[:top_k]
+
+    return choose
 
 
 def lexical_notes(index: LexicalIndex | None, query: str, fusion: Fusion = FUSION) -> tuple[list[str], dict[str, str]]:

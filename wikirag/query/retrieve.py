@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import os
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -160,9 +160,10 @@ async def query_store(
     passes an open `rag` (engine.open_engine) and the `notes` table to skip reopening the store.
 
     `fusion` (default) ranks the source notes by LightRAG's context (its chunks' notes, and in the graph
-    modes the notes owning its entities) fused with BM25 and the names in the question (query.ranking);
-    the context itself is LightRAG's, unchanged. `fusion=False`
-    keeps LightRAG's own source order."""
+    modes the notes owning its entities) fused with BM25 and the names in the question (query.ranking).
+    An LLM answer in naive or mix mode also reads BM25's best chunks beside LightRAG's vector chunks
+    (`_fused_context`); the graph modes' context is LightRAG's. `fusion=False` keeps LightRAG's own source
+    order and context."""
     if mode not in MODES:
         raise QueryFailed(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
     question = as_question(question)
@@ -208,7 +209,8 @@ async def query_store(
                 engine_kwargs.setdefault("reading", CONTEXT_STORAGES["naive" if mode == "naive" else "graph"])
             rag = await stack.enter_async_context(open_engine(config, llm_func=llm_func, **engine_kwargs))
         if use_llm:
-            raw = await rag.aquery_llm(question, param)
+            with _fused_context(rag, config, question, mode, fusion, lexical) as lexical:
+                raw = await rag.aquery_llm(question, param)
         else:
             raw = await rag.aquery_data(question, param)
         # LightRAG returns None or a failure dict on some errors instead of raising.
@@ -258,6 +260,25 @@ async def query_store(
         chunks=data.get("chunks", []),
         sources=sources,
     )
+
+
+@contextlib.contextmanager
+def _fused_context(rag: Any, config: WikiragConfig, question: str, mode: str, fusion: bool,
+                   lexical: Any) -> Iterator[Any]:
+    """With fusion, an answer in naive or mix mode reads LightRAG's vector chunks and BM25's in turn
+    (query.ranking.context_chunk_order); the other modes' context, and `fusion=False`, stay LightRAG's own.
+    Yields the lexical index it loaded (or was given), so the sources' ranking reads it once."""
+    if not fusion or mode not in ("naive", "mix"):
+        yield lexical
+        return
+    from wikirag.index.lexical import load_index
+    from wikirag.lightrag.context_chunks import chunk_order, reorder_chunks
+    from wikirag.query.ranking import context_chunk_order
+
+    lexical = lexical if lexical is not None else load_index(config.workspace_dir)
+    reorder_chunks(rag)
+    with chunk_order(context_chunk_order(lexical, question)):
+        yield lexical
 
 
 async def _collect(iterator: AsyncIterator[str], on_token: Callable[[str], None] | None) -> str:
