@@ -128,6 +128,24 @@ def test_doctor_reports_each_check(vault):
     assert checks["store"]["status"] == "ok"
 
 
+def test_doctor_warns_when_the_english_model_embeds_a_mostly_chinese_vault(vault, tmp_path):
+    """The local model is English: a vault mostly in CJK text gets a warning naming the share and the remedy;
+    the (English) sample vault does not."""
+    checks = {c["name"]: c for c in json.loads(invoke("doctor", str(vault), "--json").stdout)["checks"]}
+    assert checks["embedding"]["status"] == "ok", checks["embedding"]
+    chinese = tmp_path / "cards"
+    chinese.mkdir()
+    (chinese / "现成偏误.md").write_text("我们会因为自己更容易想到某件事，而认为这件事发生的概率更高。See [[Note]].\n",
+                                     encoding="utf-8")
+    (chinese / "Note.md").write_text("---\ntags: [card]\n---\n信息茧房是指人们关注的信息领域会被自己的兴趣所引导。\n",
+                                     encoding="utf-8")
+    checks = {c["name"]: c for c in json.loads(invoke("doctor", str(chinese), "--json").stdout)["checks"]}
+    detail = checks["embedding"]["detail"]
+    assert checks["embedding"]["status"] == "warn" and "Chinese, Japanese or Korean" in detail
+    share = int(detail.split("; ")[1].split("%")[0])
+    assert 80 <= share < 100 and 'model = "ollama:bge-m3"' in detail  # the Latin "See Note", "card" count too
+
+
 def test_doctor_never_prints_a_key(vault, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-SECRET-0123456789abcdef")
     result = invoke("doctor", str(vault), "--llm", "openai:gpt-4o-mini")

@@ -11,7 +11,7 @@ import hashlib
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from wikirag.index.ledger import Ledger
 from wikirag.index.store_model import adopt_store_embedding
@@ -20,6 +20,9 @@ from wikirag.settings import WikiragConfig, workspace_name
 from wikirag.storage.ledger_store import ledger_store
 from wikirag.storage.postgres import StorageUnreachable, check_storage
 from wikirag.storage.settings import scale_advice
+
+if TYPE_CHECKING:
+    from wikirag.vault.model import Vault
 
 Status = Literal["ok", "warn", "fail", "skip"]
 
@@ -40,11 +43,11 @@ class DoctorReport:
         return all(c.status != "fail" for c in self.checks)
 
 
-def _vault(config: WikiragConfig) -> Check:
+def _vault(config: WikiragConfig) -> tuple[Check, Vault | None]:
     from wikirag.vault.model import Vault
 
     if not config.vault.is_dir():
-        return Check("vault", "fail", f"{config.vault}: no such folder")
+        return Check("vault", "fail", f"{config.vault}: no such folder"), None
     started = time.perf_counter()
     vault = Vault.load(config.vault, exclude=config.exclude)
     seconds = time.perf_counter() - started
@@ -56,7 +59,7 @@ def _vault(config: WikiragConfig) -> Check:
     advice = scale_advice(config.storage, len(vault.notes))
     if advice:
         status, detail = "warn", f"{detail}; {advice}"
-    return Check("vault", status, detail)
+    return Check("vault", status, detail), vault
 
 
 def _tokenizer(config: WikiragConfig) -> Check:
@@ -74,7 +77,29 @@ def _tokenizer(config: WikiragConfig) -> Check:
                                     f"chunking uses {config.index.encoding}")
 
 
-def _embedding(config: WikiragConfig) -> Check:
+# The local models are English (all-MiniLM-L6-v2). Where this share of a vault's letters is Chinese, Japanese
+# or Korean, its vectors place little: on oldwinter-cards (Chinese) LightRAG's own order found 1 note in 26.
+CJK_WARN_SHARE = 0.3
+_LANGUAGE_SAMPLE = 500  # notes read for the share: enough for a percentage, cheap at any vault size
+
+
+def _language_note(vault: Vault | None) -> str:
+    """What to say when the vault is largely CJK text and the local English model embeds it; "" otherwise."""
+    from wikirag.index.lexical import cjk_letter_share
+
+    if vault is None or not vault.notes:
+        return ""
+    paths = sorted(vault.notes, key=lambda p: hashlib.sha1(p.encode("utf-8", "surrogatepass")).hexdigest())
+    share = cjk_letter_share(vault.notes[p].body for p in paths[:_LANGUAGE_SAMPLE])
+    if share < CJK_WARN_SHARE:
+        return ""
+    return (f"; {share:.0%} of the notes' letters are Chinese, Japanese or Korean and this model is English: "
+            "LightRAG's own vector retrieval finds little in them. `search`, the cited sources and naive or mix "
+            "answers also read BM25, which does; for the graph modes set a multilingual model under [embedding] "
+            "(e.g. model = \"ollama:bge-m3\", dim = 1024) and run `wikirag index --rebuild`")
+
+
+def _embedding(config: WikiragConfig, vault: Vault | None = None) -> Check:
     spec = embedding_spec(config)
     if spec.provider != "local":
         return Check("embedding", "skip", f"{spec.identity}: an API model, checked when used")
@@ -88,7 +113,9 @@ def _embedding(config: WikiragConfig) -> Check:
         return Check("embedding", "fail", f"the offline model {spec.model} could not run: {exc}")
     if vector.shape[1] != spec.dim:
         return Check("embedding", "fail", f"MiniLM gives {vector.shape[1]} dimensions, config says {spec.dim}")
-    return Check("embedding", "ok", f"{spec.model} offline, {spec.dim} dims, first vector in {seconds:.2f} s")
+    detail = f"{spec.model} offline, {spec.dim} dims, first vector in {seconds:.2f} s"
+    language = _language_note(vault)
+    return Check("embedding", "warn" if language else "ok", detail + language)
 
 
 def _store(config: WikiragConfig) -> Check:
@@ -148,12 +175,13 @@ def _adopt_store_model(config: WikiragConfig) -> None:
 
 def run_doctor(config: WikiragConfig, *, check_llm_call: bool = False) -> DoctorReport:
     report = DoctorReport()
-    report.checks.append(_vault(config))
+    vault_check, vault = _vault(config)
+    report.checks.append(vault_check)
     report.checks.append(_tokenizer(config))
     storage = [Check(name, status, detail) for name, status, detail in check_storage(config.storage)]
     if all(c.status != "fail" for c in storage):
         _adopt_store_model(config)  # check the model index and query will use, not today's default
-    report.checks.append(_embedding(config))
+    report.checks.append(_embedding(config, vault))
     if config.storage.backend not in ("file", "embedded") and config.workspace == workspace_name(config.vault):
         # On a shared server every vault folder called "Notes" would land in one workspace.
         storage.append(Check("workspace", "warn", f"{config.workspace!r} is the vault folder's name; on a shared "

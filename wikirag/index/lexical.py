@@ -21,6 +21,7 @@ import json
 import re
 import unicodedata
 import zipfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -76,6 +77,19 @@ def tokenize(text: str) -> list[str]:
         elif (len(token) >= 2 or token.isdigit()) and token not in EN_STOP and len(token) <= _MAX_TOKEN:
             out.append(_stem(token))
     return out
+
+
+_LETTER = re.compile(r"[^\W\d_]", re.UNICODE)
+
+
+def cjk_letter_share(texts: Iterable[str]) -> float:
+    """The share of the texts' letters that are Chinese, Japanese or Korean (0 when there are no letters):
+    what BM25 reads as character bigrams and an English embedding model cannot place."""
+    letters = cjk = 0
+    for text in texts:
+        letters += len(_LETTER.findall(text))
+        cjk += len(IS_CJK.findall(text))
+    return cjk / letters if letters else 0.0
 
 
 # --- the index file -------------------------------------------------------------------------------
