@@ -160,3 +160,12 @@ def test_a_chunk_order_holds_for_its_own_question_only(mixed_store):
             assert len(first) == len(second) == 3  # no more than LightRAG asked for, read from its chunk store
 
     asyncio.run(go())
+
+
+def test_with_an_llm_a_question_nothing_matches_is_no_answer_with_its_reason(mixed_store):
+    """LightRAG found no context, so it asked the LLM nothing and gave its canned "Sorry": that is no answer,
+    and the result says why (it was a QueryFailed "the LLM returned no answer")."""
+    llm = FakeLLM()
+    result = ask(mixed_store, "量子色动力学里的渐近自由是什么意思？", mode="local", llm_func=llm, fusion=False)
+    assert result.answer is None and "found nothing" in result.no_answer_reason
+    assert "answer" not in [c.kind for c in llm.calls]

@@ -214,14 +214,16 @@ async def query_store(
         else:
             raw = await rag.aquery_data(question, param)
         # LightRAG returns None or a failure dict on some errors instead of raising.
+        nothing_found = False
         if not isinstance(raw, dict) or raw.get("status") == "failure":
             message = raw.get("message") if isinstance(raw, dict) else "LightRAG returned nothing"
             if not (isinstance(raw, dict) and str(message).startswith(("No relevant", "Query returned no results"))):
                 raise QueryFailed(f"query failed: {message}")
             raw = {"data": {}, "metadata": raw.get("metadata")}  # nothing matched: an empty context, not an error
+            nothing_found = True  # (with an LLM: LightRAG asked it nothing; its canned "Sorry" is no answer)
         data = raw.get("data") or {}
         answer = None
-        if use_llm:
+        if use_llm and not nothing_found:
             llm = raw.get("llm_response") or {}
             if llm.get("is_streaming") and llm.get("response_iterator") is not None:
                 answer = await _collect(llm["response_iterator"], on_token)
@@ -245,7 +247,10 @@ async def query_store(
                                                                                           strict=True)]
     keywords = (raw.get("metadata") or {}).get("keywords") or {}
     reason = None
-    if answer is None:
+    if answer is None and use_llm:
+        reason = (f"LightRAG's {mode} retrieval found nothing for this question, so the LLM was not asked "
+                  "(`wikirag search` or `-m naive` may find notes)")
+    elif answer is None:
         reason = ("--context-only was given" if context_only and llm_func is not None
                   else "no LLM is configured (set WIKIRAG_LLM to get answers); showing retrieved context")
     return QueryResult(
