@@ -119,10 +119,11 @@ def mixed_store(tmp_path_factory):
     return config
 
 
-@pytest.mark.parametrize("mode", ["naive", "mix"])
-def test_an_answer_in_naive_and_mix_mode_reads_the_chunks_bm25_finds(mixed_store, mode):
-    """The answer's context is LightRAG's vector chunks fused with BM25's: a question the vectors cannot match
-    still reaches the LLM with its note's text; --no-fusion gives LightRAG's own context."""
+@pytest.mark.parametrize("mode", ["naive", "mix", "local"])
+def test_an_answer_reads_the_chunks_bm25_finds(mixed_store, mode):
+    """The answer's context takes BM25's chunks (naive, mix) and the entities of BM25's notes (local) in turn
+    with LightRAG's vector hits: a question the vectors cannot match still reaches the LLM with its note's
+    text; --no-fusion gives LightRAG's own context."""
     fused, own = _RecordingLLM(), _RecordingLLM()
     result = ask(mixed_store, _CHINESE_QUESTION, mode=mode, llm_func=fused)
     ask(mixed_store, _CHINESE_QUESTION, mode=mode, llm_func=own, fusion=False)
@@ -133,23 +134,24 @@ def test_an_answer_in_naive_and_mix_mode_reads_the_chunks_bm25_finds(mixed_store
 
 def test_a_chunk_order_holds_for_its_own_question_only(mixed_store):
     """One warm engine, two questions at once: each gets the chunks its own order chose, and a call outside
-    any order gets LightRAG's vector hits (lightrag.context_chunks)."""
+    any order gets LightRAG's vector hits (lightrag.context_order)."""
     from wikirag.index.lexical import load_index
-    from wikirag.lightrag.context_chunks import chunk_order, reorder_chunks
+    from wikirag.lightrag.context_order import ContextOrder, context_order, reorder_context
     from wikirag.lightrag.engine import open_engine
 
     async def go():
         async with open_engine(mixed_store, embedding_func=HashEmbedding().func()) as rag:
             lexical = load_index(mixed_store.workspace_dir)
             by_note = dict(zip(lexical.chunk_paths, lexical.chunk_ids, strict=True))
-            reorder_chunks(rag)
-            reorder_chunks(rag)  # idempotent: one wrapper
+            reorder_context(rag)
+            reorder_context(rag)  # idempotent: one wrapper
 
             async def hits(note: str | None) -> list[str]:
                 if note is None:
                     found = await rag.chunks_vdb.query("tomatoes greenhouse", top_k=3)
                 else:
-                    with chunk_order(lambda vector_ids, k: [by_note[note], *vector_ids, *lexical.chunk_ids]):
+                    order = ContextOrder(chunks=lambda vector_ids, k: [by_note[note], *vector_ids, *lexical.chunk_ids])
+                    with context_order(order):
                         await asyncio.sleep(0)  # let the other question run in between
                         found = await rag.chunks_vdb.query("tomatoes greenhouse", top_k=3)
                 return [h["file_path"] for h in found]
@@ -158,6 +160,11 @@ def test_a_chunk_order_holds_for_its_own_question_only(mixed_store):
             assert first[0] == "现成偏误.md" and second[0] == "信息茧房.md"
             assert "现成偏误.md" not in plain and "信息茧房.md" not in plain and plain[0] == "Note 0.md"
             assert len(first) == len(second) == 3  # no more than LightRAG asked for, read from its chunk store
+
+            entities = ContextOrder(entities=lambda names, k: ["No such entity", "现成偏误", *names])
+            with context_order(entities):
+                named = [h["entity_name"] for h in await rag.entities_vdb.query("tomatoes greenhouse", top_k=3)]
+            assert named[0] == "现成偏误" and "No such entity" not in named  # the graph holds no such node
 
     asyncio.run(go())
 

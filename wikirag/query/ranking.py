@@ -18,6 +18,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import zip_longest
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wikirag.index.lexical import tokenize
@@ -75,8 +76,14 @@ def rrf(rankings: dict[str, list[str]], k: int = 60, weights: dict[str, float] |
     return sorted(score.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
+def in_turn(first: list[str], second: list[str], limit: int) -> list[str]:
+    """first[0], second[0], first[1], ...: an id both hold comes once, at its first turn; at most `limit`."""
+    merged = dict.fromkeys(i for pair in zip_longest(first, second) for i in pair if i is not None)
+    return list(merged)[:limit]
+
+
 def context_chunk_order(index: LexicalIndex | None, query: str) -> Callable[[list[str], int], list[str]]:
-    """The chunks an LLM answer reads in naive and mix mode (lightrag.context_chunks): LightRAG's vector hits and
+    """The chunks an LLM answer reads in naive and mix mode (lightrag.context_order): LightRAG's vector hits and
     BM25's best chunks for the question taken in turn, as LightRAG itself merges its vector and graph chunks in
     mix mode, as many as LightRAG asked for. In turn, not by the notes' fusion weights: the context holds 20
     chunks, and where the vectors are the stronger side (mathwiki) BM25 must not push them out (docs/retrieval.md,
@@ -85,9 +92,23 @@ def context_chunk_order(index: LexicalIndex | None, query: str) -> Callable[[lis
     def choose(vector_ids: list[str], top_k: int) -> list[str]:
         if index is None:
             return vector_ids
-        lexical = [index.chunk_ids[i] for i, _ in index.top(query, top_k)]
-        merged = dict.fromkeys(c for pair in zip_longest(vector_ids, lexical) for c in pair if c is not None)
-        return list(merged)[:top_k]
+        return in_turn(vector_ids, [index.chunk_ids[i] for i, _ in index.top(query, top_k)], top_k)
+
+    return choose
+
+
+def context_entity_order(notes: NoteTable, index: LexicalIndex | None,
+                         query: str) -> Callable[[list[str], int], list[str]]:
+    """The entities an LLM answer starts from in local mode: LightRAG's vector hits and the
+    entities of the notes of BM25's best chunks, in turn (as `context_chunk_order`); each entity brings its own
+    chunks into the context, as LightRAG's do."""
+
+    def choose(vector_names: list[str], top_k: int) -> list[str]:
+        if index is None:
+            return vector_names
+        paths = dict.fromkeys(index.chunk_paths[i] for i, _ in index.top(query, top_k * 2))
+        entities = [notes.notes[p].get("entity") or Path(p).stem for p in paths if p in notes.notes]
+        return in_turn(vector_names, entities, top_k)
 
     return choose
 

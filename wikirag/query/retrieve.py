@@ -161,9 +161,8 @@ async def query_store(
 
     `fusion` (default) ranks the source notes by LightRAG's context (its chunks' notes, and in the graph
     modes the notes owning its entities) fused with BM25 and the names in the question (query.ranking).
-    An LLM answer in naive or mix mode also reads BM25's best chunks beside LightRAG's vector chunks
-    (`_fused_context`); the graph modes' context is LightRAG's. `fusion=False` keeps LightRAG's own source
-    order and context."""
+    An LLM answer in naive, mix and local mode also reads what BM25 finds (`_fused_context`); the global and
+    hybrid context is LightRAG's. `fusion=False` keeps LightRAG's own source order and context."""
     if mode not in MODES:
         raise QueryFailed(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
     question = as_question(question)
@@ -209,7 +208,7 @@ async def query_store(
                 engine_kwargs.setdefault("reading", CONTEXT_STORAGES["naive" if mode == "naive" else "graph"])
             rag = await stack.enter_async_context(open_engine(config, llm_func=llm_func, **engine_kwargs))
         if use_llm:
-            with _fused_context(rag, config, question, mode, fusion, lexical) as lexical:
+            with _fused_context(rag, config, notes, question, mode, fusion, lexical) as lexical:
                 raw = await rag.aquery_llm(question, param)
         else:
             raw = await rag.aquery_data(question, param)
@@ -268,21 +267,26 @@ async def query_store(
 
 
 @contextlib.contextmanager
-def _fused_context(rag: Any, config: WikiragConfig, question: str, mode: str, fusion: bool,
+def _fused_context(rag: Any, config: WikiragConfig, notes: NoteTable, question: str, mode: str, fusion: bool,
                    lexical: Any) -> Iterator[Any]:
-    """With fusion, an answer in naive or mix mode reads LightRAG's vector chunks and BM25's in turn
-    (query.ranking.context_chunk_order); the other modes' context, and `fusion=False`, stay LightRAG's own.
-    Yields the lexical index it loaded (or was given), so the sources' ranking reads it once."""
-    if not fusion or mode not in ("naive", "mix"):
+    """With fusion, an LLM answer's context also draws on BM25 (lightrag.context_order): in naive and mix mode
+    its chunks are LightRAG's vector chunks and BM25's in turn, in local mode its entities are LightRAG's and
+    those of BM25's notes in turn (query.ranking). Global and hybrid mode, and `fusion=False`, keep LightRAG's
+    own context (hybrid's lost on the sample set: docs/retrieval.md, "What an answer reads"). Yields the lexical
+    index it loaded (or was given), so the sources' ranking reads it once."""
+    chunks, entities = mode in ("naive", "mix"), mode == "local"
+    if not fusion or not (chunks or entities):
         yield lexical
         return
     from wikirag.index.lexical import load_index
-    from wikirag.lightrag.context_chunks import chunk_order, reorder_chunks
-    from wikirag.query.ranking import context_chunk_order
+    from wikirag.lightrag.context_order import ContextOrder, context_order, reorder_context
+    from wikirag.query.ranking import context_chunk_order, context_entity_order
 
     lexical = lexical if lexical is not None else load_index(config.workspace_dir)
-    reorder_chunks(rag)
-    with chunk_order(context_chunk_order(lexical, question)):
+    reorder_context(rag)
+    order = ContextOrder(chunks=context_chunk_order(lexical, question) if chunks else None,
+                         entities=context_entity_order(notes, lexical, question) if entities else None)
+    with context_order(order):
         yield lexical
 
 
