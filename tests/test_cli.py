@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from tests.storekit import copy_vault, snapshot
 from wikirag.cli import app
 from wikirag.index.ledger import Ledger
+from wikirag.query.retrieve import DEFAULT_MODE
 from wikirag.settings import load_config
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_vault"
@@ -174,6 +175,7 @@ def test_sample_vault_end_to_end_with_the_real_embedding_model(tmp_path):
     answer = json.loads(invoke("query", "How did the Bombe use cribs?", "--vault", str(vault), "--json").stdout)
     paths = {s["path"] for s in answer["sources"]}
     assert {"projects/Bombe.md", "concepts/Cribs.md"} & paths
+    assert answer["mode"] == DEFAULT_MODE == "mix"  # the CLI's default is the library's (LightRAG's own)
 
 
 def test_index_and_stats_print_bracketed_file_names_literally(tmp_path, fast_embedding):

@@ -156,7 +156,8 @@ def index(
 def query(
     question: Annotated[str, typer.Argument(help="The question.", show_default=False)],
     *,
-    mode: Annotated[str, typer.Option("--mode", "-m", help="naive, local, global, hybrid, mix or bypass.")] = "hybrid",
+    # query.retrieve.DEFAULT_MODE (not imported here: it would load the query pipeline for every command)
+    mode: Annotated[str, typer.Option("--mode", "-m", help="naive, local, global, hybrid, mix or bypass.")] = "mix",
     vault: Annotated[
         Path | None, typer.Option("--vault", help="Vault (default: found from the current folder upwards).")
     ] = None,

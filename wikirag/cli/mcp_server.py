@@ -172,7 +172,7 @@ def build_server(config: WikiragConfig, *, watch: bool = False, llm_func: Any = 
         question: Annotated[str, Field(min_length=1, description="The question")],
         ctx: Context,
         mode: Annotated[Literal["naive", "local", "global", "hybrid", "mix"],
-                        Field(description="LightRAG's retrieval mode")] = "hybrid",
+                        Field(description="LightRAG's retrieval mode")] = retrieve.DEFAULT_MODE,
         fusion: Annotated[bool, Field(description="rank sources with BM25 and names too; false: LightRAG's order")]
         = True,
     ) -> QueryOut:

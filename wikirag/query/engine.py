@@ -146,11 +146,11 @@ class WarmEngine:
         return await search_notes(self.config, query, notes=notes, lexical=self._lexical, limit=limit, mode=mode,
                                   rag=rag)
 
-    async def query(self, question: str, mode: str = "hybrid", llm_func: Any = None, **kwargs: Any) -> Any:
-        from wikirag.query.retrieve import query_store
+    async def query(self, question: str, mode: str | None = None, llm_func: Any = None, **kwargs: Any) -> Any:
+        from wikirag.query.retrieve import DEFAULT_MODE, query_store
 
         notes = self.notes
-        return await query_store(self.config, question, mode=mode, rag=await self.rag(), notes=notes,
+        return await query_store(self.config, question, mode=mode or DEFAULT_MODE, rag=await self.rag(), notes=notes,
                                  lexical=self._lexical, llm_func=llm_func, **kwargs)
 
     def resolve(self, path_or_title: str) -> str:
