@@ -90,9 +90,8 @@ def cold(vault: Path, store: Path | None, questions: list[dict],
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     store_args = ["--store", str(store)] if store else []
     commands = {
-        "cold query hybrid": ["query", "{q}", "--vault", str(vault), "-m", "hybrid", "--context-only", "--json"],
-        "cold query unseen": ["query", "{q} {nonce}", "--vault", str(vault), "-m", "hybrid", "--context-only",
-                              "--json"],
+        "cold query mix": ["query", "{q}", "--vault", str(vault), "--context-only", "--json"],  # the default mode
+        "cold query unseen": ["query", "{q} {nonce}", "--vault", str(vault), "--context-only", "--json"],
         "cold search naive": ["search", "{q}", "--vault", str(vault), "--json"],
         "cold search lexical": ["search", "{q}", "--vault", str(vault), "-m", "lexical", "--json"],
     }
