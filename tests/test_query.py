@@ -123,13 +123,17 @@ def mixed_store(tmp_path_factory):
 def test_an_answer_reads_the_chunks_bm25_finds(mixed_store, mode):
     """The answer's context takes BM25's chunks (naive, mix) and the entities of BM25's notes (local) in turn
     with LightRAG's vector hits: a question the vectors cannot match still reaches the LLM with its note's
-    text; --no-fusion gives LightRAG's own context."""
-    fused, own = _RecordingLLM(), _RecordingLLM()
-    result = ask(mixed_store, _CHINESE_QUESTION, mode=mode, llm_func=fused)
+    text; --no-fusion gives LightRAG's own context. Each is answered from its own context: asked the same
+    question just before, LightRAG's answer cache (keyed by the question, not the context) served the other's."""
+    fused, own, again = _RecordingLLM(), _RecordingLLM(), _RecordingLLM()
     ask(mixed_store, _CHINESE_QUESTION, mode=mode, llm_func=own, fusion=False)
-    assert result.answer and result.sources[0].path == "现成偏误.md"
+    result = ask(mixed_store, _CHINESE_QUESTION, mode=mode, llm_func=fused)
+    ask(mixed_store, _CHINESE_QUESTION, mode=mode, llm_func=again, fusion=False)
+    assert result.answer and "answer" in [c.kind for c in fused.fake.calls]
     assert any(_BIAS[:20] in prompt for prompt in fused.system_prompts)
-    assert not any(_BIAS[:20] in prompt for prompt in own.system_prompts)  # (naive: no context, so no call)
+    for unfused in (own, again):
+        assert "answer" in [c.kind for c in unfused.fake.calls]  # asked, not served from a cache
+        assert not any(_BIAS[:20] in prompt for prompt in unfused.system_prompts)
 
 
 def test_a_chunk_order_holds_for_its_own_question_only(mixed_store):
@@ -176,3 +180,18 @@ def test_with_an_llm_a_question_nothing_matches_is_no_answer_with_its_reason(mix
     result = ask(mixed_store, "量子色动力学里的渐近自由是什么意思？", mode="local", llm_func=llm, fusion=False)
     assert result.answer is None and "found nothing" in result.no_answer_reason
     assert "answer" not in [c.kind for c in llm.calls]
+
+
+def test_with_an_llm_a_long_question_without_keywords_is_no_answer_either(mixed_store):
+    """An LLM that finds no keywords in a question of 50 characters or more: LightRAG returns its canned "Sorry"
+    without a call (llm_generated false); that is no answer either, not an answer to show."""
+    kinds = FakeLLM()
+
+    async def no_keywords(prompt, system_prompt=None, **kwargs):
+        assert kinds.kind_of(prompt, system_prompt) == "keywords", "only the keyword call may be made"
+        return '{"high_level_keywords": [], "low_level_keywords": []}'
+
+    question = "What did the people in these notes think about the long history of all of it?"
+    assert len(question) >= 50
+    result = ask(mixed_store, question, mode="local", llm_func=no_keywords)
+    assert result.answer is None and "found nothing" in result.no_answer_reason

@@ -1,6 +1,6 @@
 """The chunks and entities an LLM answer reads in LightRAG's modes, in an order the caller chooses.
 
-LightRAG builds an answer's context from two vector searches: `chunks_vdb.query` (naive and mix, in
+Two of the vector searches LightRAG builds an answer's context from are wrapped: `chunks_vdb.query` (naive and mix, in
 operate._get_vector_context) and `entities_vdb.query` (local, hybrid and mix, in operate._get_node_data, whose
 entities bring their chunks). With the local English model, a question written in Chinese finds almost nothing
 in either (oldwinter-cards: the expected note in 1 context of 26), while BM25 finds it in 26 of 26.

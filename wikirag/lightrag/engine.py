@@ -187,6 +187,10 @@ async def open_engine(
             chunking_func=lightrag_chunking_func(),
             entity_extract_max_gleaning=config.index.gleaning,
             enable_content_headings=True,
+            # LightRAG's query-answer cache keys an answer by the question and settings, not by the context it
+            # was written from: after an edit, or with BM25's chunks in the context (query.retrieve), it served
+            # an answer from another context. Off for answers and their keywords; extraction keeps its cache.
+            enable_llm_cache=False,
             addon_params=_addon_params(),
             **_embedding_timeout(config, embedding_func),
             **(storages or lightrag_storage_kwargs(config.storage)),

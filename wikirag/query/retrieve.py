@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from wikirag.index.ledger import Ledger
 
 MODES = ("naive", "local", "global", "hybrid", "mix", "bypass")
-# LightRAG 1.5's own default, and the mode whose answers read the expected notes most often on all five question
-# sets (docs/retrieval.md, "What an answer reads"); its cited sources rank as hybrid's do.
+# LightRAG 1.5's own default, and the graph mode whose answers read the expected notes most often on all five
+# question sets (docs/retrieval.md, "What an answer reads"); its cited sources rank as hybrid's do.
 DEFAULT_MODE = "mix"
 
 _STOPWORDS = frozenset(
@@ -225,8 +225,10 @@ async def query_store(
             nothing_found = True  # (with an LLM: LightRAG asked it nothing; its canned "Sorry" is no answer)
         data = raw.get("data") or {}
         answer = None
+        llm = raw.get("llm_response") or {}
+        if use_llm and llm.get("llm_generated") is False:
+            nothing_found = True  # LightRAG's canned reply without a call (no context, or no keywords for it)
         if use_llm and not nothing_found:
-            llm = raw.get("llm_response") or {}
             if llm.get("is_streaming") and llm.get("response_iterator") is not None:
                 answer = await _collect(llm["response_iterator"], on_token)
             else:
@@ -250,8 +252,8 @@ async def query_store(
     keywords = (raw.get("metadata") or {}).get("keywords") or {}
     reason = None
     if answer is None and use_llm:
-        reason = (f"LightRAG's {mode} retrieval found nothing for this question, so the LLM was not asked "
-                  "(`wikirag search` or `-m naive` may find notes)")
+        other = "`wikirag search` may find notes" + ("" if mode == "naive" else "; so may `-m naive`")
+        reason = f"LightRAG's {mode} retrieval found nothing for this question, so the LLM was not asked ({other})"
     elif answer is None:
         reason = ("--context-only was given" if context_only and llm_func is not None
                   else "no LLM is configured (set WIKIRAG_LLM to get answers); showing retrieved context")
