@@ -6,6 +6,7 @@ message.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import sys
 import threading
@@ -27,6 +28,8 @@ def connect(settings: StorageSettings, *, autocommit: bool = False, start: bool 
     if settings.embedded and start:
         from wikirag.storage.embedded import ensure_server
 
+        if importlib.util.find_spec("psycopg") is None:
+            _import_psycopg()  # its one-line error, before a server starts that no client would stop
         with _meanwhile(ensure_server, settings):  # the server starts on the other core while psycopg loads
             psycopg = _import_psycopg()
     else:
