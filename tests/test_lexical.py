@@ -10,7 +10,7 @@ import pytest
 
 from wikirag.index.bm25 import bm25_weights
 from wikirag.index.ledger import NoteEntry, NoteTable
-from wikirag.index.lexical import build_index, dirty_notes, load_index, sync_search_files, tokenize
+from wikirag.index.lexical import build_index, cjk_letter_share, dirty_notes, load_index, sync_search_files, tokenize
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_vault"
 QUERIES = ["attention memory", "spaced repetition cards", "zebra", "the", "graph of notes", "memory memory loop"]
@@ -242,3 +242,12 @@ def test_record_counts_follow_edits_renames_and_deletions(tmp_path):
     assert not (config.workspace_dir / OLD_LINKS_FILENAME).exists()
     assert _saved(config) == _derived_tables(config)
     assert (report.entities, report.relations) == ledger.record_counts()
+
+
+def test_the_cjk_share_counts_letters_only():
+    """Chinese, Japanese and Korean letters among all letters; the middle dot and sound marks inside the CJK
+    ranges are not letters, and digits and punctuation count for nothing."""
+    assert cjk_letter_share(["信息茧房 abcd", "1234 !!"]) == pytest.approx(4 / 8)
+    assert cjk_letter_share(["・・・ ゛゜ abc"]) == 0.0
+    assert cjk_letter_share(["ひらがな カタカナ 한국어"]) == 1.0
+    assert cjk_letter_share(["", "123"]) == 0.0

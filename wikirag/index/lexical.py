@@ -80,6 +80,7 @@ def tokenize(text: str) -> list[str]:
 
 
 _LETTER = re.compile(r"[^\W\d_]", re.UNICODE)
+_CJK_LETTER = re.compile(rf"(?=[{CJK}])[^\W\d_]", re.UNICODE)  # not the CJK ranges' marks and middle dot
 
 
 def cjk_letter_share(texts: Iterable[str]) -> float:
@@ -88,7 +89,7 @@ def cjk_letter_share(texts: Iterable[str]) -> float:
     letters = cjk = 0
     for text in texts:
         letters += len(_LETTER.findall(text))
-        cjk += len(IS_CJK.findall(text))
+        cjk += len(_CJK_LETTER.findall(text))
     return cjk / letters if letters else 0.0
 
 
