@@ -88,6 +88,7 @@ def _chunk_records(text_chunks: Any) -> Callable[[list[str]], Any]:
 def _entity_records(graph: Any) -> Callable[[list[str]], Any]:
     async def read(names: list[str]) -> dict[str, dict[str, Any]]:
         nodes = await graph.get_nodes_batch(names)
-        return {name: {"entity_name": name, "created_at": None} for name in names if nodes.get(name)}
+        return {name: {"entity_name": name, "created_at": nodes[name].get("created_at")}
+                for name in names if nodes.get(name) is not None}
 
     return read
