@@ -195,3 +195,30 @@ def test_with_an_llm_a_long_question_without_keywords_is_no_answer_either(mixed_
     assert len(question) >= 50
     result = ask(mixed_store, question, mode="local", llm_func=no_keywords)
     assert result.answer is None and "found nothing" in result.no_answer_reason
+
+
+def test_a_chunk_order_leaves_hits_without_ids_as_they_are():
+    """Every LightRAG 1.5 vector backend gives each hit its id; one that did not would have its hits dropped
+    by the reordering, so they stand as the store gave them."""
+    from types import SimpleNamespace
+
+    from wikirag.lightrag.context_order import ContextOrder, context_order, reorder_context
+
+    hits = [{"content": "a chunk with no id", "file_path": "a.md"}]
+
+    async def query(query, top_k, query_embedding=None):
+        return list(hits)
+
+    async def unused(*args, **kwargs):
+        raise AssertionError("nothing is read for hits that stand")
+
+    rag = SimpleNamespace(chunks_vdb=SimpleNamespace(query=query), entities_vdb=SimpleNamespace(query=query),
+                          text_chunks=SimpleNamespace(get_by_ids=unused),
+                          chunk_entity_relation_graph=SimpleNamespace(get_nodes_batch=unused))
+    reorder_context(rag)
+
+    async def go():
+        with context_order(ContextOrder(chunks=lambda ids, k: ["other"], entities=lambda ids, k: ["other"])):
+            return await rag.chunks_vdb.query("q", top_k=5), await rag.entities_vdb.query("q", top_k=5)
+
+    assert asyncio.run(go()) == (hits, hits)

@@ -60,8 +60,8 @@ def _wrap(store: Any, pick: Callable[[ContextOrder], ChooseIds | None], key: str
         hits = await original(query, top_k=top_k, query_embedding=query_embedding, **kwargs)
         order = _ORDER.get()
         choose = pick(order) if order is not None else None
-        if choose is None:
-            return hits
+        if choose is None or not all(hit.get(key) for hit in hits):
+            return hits  # (a backend whose hits lack the id: LightRAG's own, rather than drop any)
         by_id = {hit[key]: hit for hit in hits if hit.get(key)}
         wanted = list(dict.fromkeys(choose(list(by_id), top_k)))[:top_k]
         missing = [i for i in wanted if i not in by_id]
