@@ -62,7 +62,7 @@ def _wrap(store: Any, pick: Callable[[ContextOrder], ChooseIds | None], key: str
         choose = pick(order) if order is not None else None
         if choose is None or not all(hit.get(key) for hit in hits):
             return hits  # (a backend whose hits lack the id: LightRAG's own, rather than drop any)
-        by_id = {hit[key]: hit for hit in hits if hit.get(key)}
+        by_id = {hit[key]: hit for hit in hits}
         wanted = list(dict.fromkeys(choose(list(by_id), top_k)))[:top_k]
         missing = [i for i in wanted if i not in by_id]
         if missing:
