@@ -11,7 +11,6 @@ import calendar
 import contextlib
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from wikirag.errors import QueryFailed, StoreNotFound
@@ -184,9 +183,9 @@ class WarmEngine:
         cut at `limit` items, with the totals."""
         path = self.resolve(path_or_title)
         notes = self.notes
-        note_of = {n.get("entity") or Path(p).stem: p for p, n in notes.notes.items()}
+        note_of = {notes.entity(p): p for p in notes.notes}
         table = notes.links()
-        me = notes.notes[path].get("entity") or Path(path).stem
+        me = notes.entity(path)
         out = Neighbours(path=path, title=notes.title(path))
         edges: dict[str, list[tuple[str, str, str, str]]] = {}  # entity -> [(other, description, origin, file)]
         for file, relations in table.items():

@@ -56,13 +56,17 @@ class NoteTable:
             hit = self._memo[key] = (anchor, make())
         return hit[1]
 
+    def entity(self, path: str) -> str:
+        """The name of the entity the note stands for (its file name when the row names none)."""
+        return self.notes[path].get("entity") or Path(path).stem
+
     @cached_property
     def by_name(self) -> dict[str, list[str]]:
         """Folded title / entity / alias / file name -> the notes so named (Obsidian resolves these)."""
         names: dict[str, list[str]] = {}
         for path, note in self.notes.items():
             stem = Path(path).stem
-            for name in {stem, note.get("title") or stem, note.get("entity") or stem, *note.get("aliases", [])}:
+            for name in {stem, note.get("title") or stem, self.entity(path), *note.get("aliases", [])}:
                 if name:
                     names.setdefault(fold(name), []).append(path)
         return names
@@ -111,7 +115,7 @@ class NoteTable:
         """The entity name a folded surface stands for (LightRAG's names keep their case)."""
         paths = self.by_name.get(surface)
         if paths:
-            return self.notes[paths[0]].get("entity") or Path(paths[0]).stem
+            return self.entity(paths[0])
         found = self._automaton.get(surface, None)
         return found[1] if found else surface
 
@@ -128,8 +132,8 @@ class NoteTable:
     def entity_notes(self) -> dict[str, str]:
         """Entity name -> the note it stands for (graph-mode sources map LightRAG's entities back to notes)."""
         out: dict[str, str] = {}
-        for path, note in sorted(self.notes.items()):
-            out.setdefault(note.get("entity") or Path(path).stem, path)
+        for path in sorted(self.notes):
+            out.setdefault(self.entity(path), path)
         return out
 
     def tags(self) -> set[str]:

@@ -18,7 +18,6 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import zip_longest
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wikirag.index.lexical import tokenize
@@ -107,7 +106,7 @@ def context_entity_order(notes: NoteTable, index: LexicalIndex | None,
         if index is None:
             return vector_names
         paths = dict.fromkeys(index.chunk_paths[i] for i, _ in index.top(query, top_k * 2))
-        entities = [notes.notes[p].get("entity") or Path(p).stem for p in paths if p in notes.notes]
+        entities = [notes.entity(p) for p in paths if p in notes.notes]
         return in_turn(vector_names, entities, top_k)
 
     return choose
