@@ -8,7 +8,7 @@ import unicodedata
 import pytest
 
 from wikirag.models import Resolution, WikiLink
-from wikirag.vault.links import LinkIndex
+from wikirag.vault.links import LinkIndex, wanted_name
 
 VAULT = [
     "Note.md",
@@ -134,3 +134,20 @@ def test_nfc_index_of_nfd_paths() -> None:
     nfd = unicodedata.normalize("NFD", "Caf\u00e9.md")
     index = LinkIndex([unicodedata.normalize("NFC", nfd)])
     assert index.resolve(WikiLink(raw="", target="caf\u00e9"), "x.md").path == "Caf\u00e9.md"
+
+
+def test_an_index_of_the_wanted_names_resolves_as_the_whole_one() -> None:
+    """`wanted_name` says under which name a link's candidates are filed: an index of only those files (what a
+    run re-resolving a few edited notes builds) gives each link the resolution the whole index gives."""
+    sources = ["Home.md", "docs/Guide.md", "zzzz/Twin.md", "a/b/Note.md", "a/x.md"]
+    targets = {case[0] for case in CASES} | {
+        "./../Home", "/attachments/img.png", "../docs/./Sibling", "./", "/", "..", "./b/..", "a/b/../b/Note",
+        "B/NOTE.MD", "Caf\u00e9.md", "people/", "#Heading only", "/docs/Sibling.md/.", "./Sibling.md/x/../."}
+    whole = LinkIndex(VAULT)
+    for source in sources:
+        for target in sorted(targets):
+            link = WikiLink(raw="", target=target)
+            name = wanted_name(link, source)
+            part = LinkIndex(VAULT, names=set() if name is None else {name})
+            assert part.resolve(link, source) == whole.resolve(link, source), (target, source)
+    assert len(LinkIndex(VAULT, names={"note"})._by_path) < len(whole._by_path)  # it did leave files out

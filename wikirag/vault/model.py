@@ -7,6 +7,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import os
+import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import partial
@@ -17,7 +18,7 @@ from wikirag.errors import VaultNotFound
 from wikirag.markdown.parse import parse_note
 from wikirag.models import ParsedNote, ReadIssue, Resolution, WikiLink
 from wikirag.vault.ignore import IgnoreRules
-from wikirag.vault.links import LinkIndex, is_note, link_name_key, name_keys
+from wikirag.vault.links import LinkIndex, is_note, link_name_key, name_keys, wanted_name
 from wikirag.vault.read import MAX_NOTE_BYTES, ScanResult, inside_folder, nfc, read_note, scan_files
 
 
@@ -139,14 +140,19 @@ class Vault:
             vault.paths_digest = paths_digest(vault.notes, vault.attachments)
             if restore is not None and restore.paths_digest != vault.paths_digest:
                 restore = None
+            pending = []
             for path, note in vault.notes.items():
                 pairs = restore.outgoing(path, vault.digests[path], note) if restore is not None else None
                 if pairs is None:
-                    vault._link(path)
+                    pending.append(path)
                 else:
-                    if isinstance(pairs, RestoredLinks):
-                        pairs.resolve = partial(vault.resolve, path)
+                    if isinstance(pairs, RestoredLinks):  # a weak reference: no Vault <-> note cycle to collect
+                        pairs.resolve = partial(_resolve_in, weakref.ref(vault), path)
                     vault._outgoing[path] = pairs
+            index = vault._index_for(pending) if restore is not None and len(pending) * 2 < len(vault.notes) else None
+            for path in pending:
+                vault._link(path, index)
+            vault._outgoing = {path: vault._outgoing[path] for path in vault.notes}  # in the notes' order
         return vault
 
     # -- queries ----------------------------------------------------------------------------------------
@@ -258,6 +264,13 @@ class Vault:
             self._index = LinkIndex((*self.notes, *self.attachments))
         return self._index
 
+    def _index_for(self, sources: list[str]) -> LinkIndex:
+        """An index of only the files the links of `sources` could resolve to (`wanted_name`): a run that
+        re-resolves a few notes does not file every path of the vault. Not kept: it answers for those links only."""
+        names = {name for source in sources for link in self.notes[source].links
+                 if (name := wanted_name(link, source)) is not None}
+        return LinkIndex((*self.notes, *self.attachments), names=names)
+
     def _ensure_book(self) -> None:
         """Build backlinks and the name -> linking notes index from the resolutions (what `watch` needs to
         re-resolve only the notes a changed file concerns), once."""
@@ -275,11 +288,12 @@ class Vault:
         _add_to(self._backlinks, targets, source)
         _add_to(self._waiting, names, source)
 
-    def _link(self, source: str) -> None:
-        """(Re)resolve one note's links and update backlinks and the name index (when built)."""
+    def _link(self, source: str, index: LinkIndex | None = None) -> None:
+        """(Re)resolve one note's links (through `index`, else the vault's) and update backlinks and the name
+        index (when built)."""
         self._unlink(source)
         self.touched.add(source)
-        resolve = self._links().resolve
+        resolve = (index or self._links()).resolve
         pairs = [(link, resolve(link, source)) for link in self.notes[source].links]
         self._outgoing[source] = pairs
         if self._book:
@@ -315,6 +329,13 @@ class Vault:
         for source in sorted(affected):
             if source in self.notes:
                 self._link(source)
+
+
+def _resolve_in(vault_ref: weakref.ref[Vault], from_path: str, link: WikiLink) -> Resolution:
+    vault = vault_ref()
+    if vault is None:
+        raise ReferenceError("the vault these links belong to is gone")
+    return vault.resolve(from_path, link)
 
 
 def paths_digest(notes: Iterable[str], attachments: Iterable[str]) -> str:
