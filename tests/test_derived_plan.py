@@ -233,3 +233,64 @@ def test_an_edit_run_decodes_no_unchanged_note_from_the_parse_cache(tmp_path: Pa
     fresh = load_config(copy_vault(config.vault, tmp_path / "fresh"), store=tmp_path / "fresh_store")
     run_index(fresh, embedding_func=HashEmbedding().func())
     assert snapshot(config) == snapshot(fresh)
+
+
+def test_rows_from_before_the_unresolved_column_are_dropped_and_written_again(tmp_path: Path, monkeypatch):
+    """A store whose `derived_notes` has no `unresolved` column (DERIVED_VERSION 2): the table is created anew on
+    open, the run derives every note as a first one does, and the next run restores from the new rows."""
+    vault = copy_vault(SAMPLE, tmp_path / "vault")
+    runs = _Runs(monkeypatch)
+    config = load_config(vault)
+    runs.index(config)
+    db = _rows(config)
+    db.execute("DROP TABLE derived_notes")
+    db.execute("CREATE TABLE derived_notes (path TEXT PRIMARY KEY, digest TEXT NOT NULL, links TEXT NOT NULL, "
+               "decision TEXT NOT NULL, signature TEXT NOT NULL, checksum TEXT NOT NULL)")
+    db.execute("INSERT INTO derived_notes VALUES ('Index.md', 'x', '[]', '[]', '', '0')")
+    db.close()
+    edited = sorted(vault.rglob("*.md"))[3]
+    edited.write_text(edited.read_text() + "\nEdited.\n")
+    got, want, derived = runs.index(config)
+    assert not derived.restored
+    _same_plan(got, want)
+    db = _rows(config)
+    assert "unresolved" in {row[1] for row in db.execute("PRAGMA table_info(derived_notes)")}
+    assert db.execute("SELECT count(*) FROM derived_notes").fetchone()[0] == len(got.vault.notes)
+    db.close()
+    edited.write_text(edited.read_text() + "\nEdited again.\n")
+    got, want, derived = runs.index(config)
+    assert len(derived.restored) == len(got.vault.notes) - 1
+    _same_plan(got, want)
+
+
+def test_a_vault_with_restored_links_is_freed_without_the_cycle_collector(tmp_path: Path, monkeypatch):
+    """Restored links reach their vault through a weak reference: a run's vault goes when its last reference
+    does (a process that indexes again and again, such as a library caller, does not pile up vaults between
+    collections), and a restored note still resolves its links again while its vault lives."""
+    import gc
+    import weakref
+
+    from wikirag.index.parsecache import load_parse_cache
+    from wikirag.vault.model import RestoredLinks, Vault
+
+    vault_dir = copy_vault(SAMPLE, tmp_path / "vault")
+    runs = _Runs(monkeypatch)
+    config = load_config(vault_dir)
+    runs.index(config)
+    cache = load_parse_cache(config.workspace_dir, config.index.encoding)
+    derived = load_derived(config.workspace_dir, run_module._config_key(config))
+    vault = Vault.load(vault_dir, parsed={p: (d, n) for p, (d, n, _) in cache.items()}, trusted=cache.stats,
+                       restore=derived)
+    path = next(p for p in vault.notes if isinstance(vault._outgoing[p], RestoredLinks) and vault.notes[p].links)
+    pairs = vault._outgoing[path]
+    link = vault.notes[path].links[0]
+    assert pairs.resolve(link) == vault.resolve(path, link) and pairs.resolve(link).status != "unresolved"
+    gone = weakref.ref(vault)
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        del vault, pairs
+        assert gone() is None
+    finally:
+        if was:
+            gc.enable()

@@ -38,8 +38,9 @@ if TYPE_CHECKING:
     from wikirag.index.planning import Plan
     from wikirag.vault.model import Vault
 
-DERIVED_VERSION = 2  # bump when a row's encoding or what it derives from changes
+DERIVED_VERSION = 3  # bump when a row's encoding or what it derives from changes
 # 2: unresolved links carry their entity name (RestoredLinks.unresolved_names)
+# 3: ... in a column of their own, so a run that reads only them never parses a row's links
 _DOC = "derived_notes"
 _STATUS = {"r": "resolved", "a": "ambiguous", "s": "self", "u": "unresolved"}
 _CODE = {v: k for k, v in _STATUS.items()}
@@ -56,22 +57,23 @@ def names_key(names: dict[str, str], unresolved: dict[str, str]) -> str:
     return hashlib.sha1(text).hexdigest()
 
 
-def _check(path: str, digest: str, links: str, decision: str, signature: str) -> str:
+def _check(path: str, digest: str, links: str, unresolved: str, decision: str, signature: str) -> str:
     """A row's checksum: a damaged or hand-edited row is not trusted (a CRC is enough against accidents)."""
-    return str(zlib.crc32("\0".join((path, digest, links, decision, signature)).encode("utf-8", "surrogatepass")))
+    text = "\0".join((path, digest, links, unresolved, decision, signature))
+    return str(zlib.crc32(text.encode("utf-8", "surrogatepass")))
 
 
 class Derived:
     """The saved rows and their context, offered to one run: `outgoing` to Vault.load, `previous` to planning.
     Records which notes it served, so `save_derived` writes only the others' rows."""
 
-    def __init__(self, key: dict[str, Any] | None, rows: dict[str, tuple[str, str, str, str, str]],
+    def __init__(self, key: dict[str, Any] | None, rows: dict[str, tuple[str, str, str, str, str, str]],
                  config_key: str) -> None:
         usable = (isinstance(key, dict) and key.get("version") == DERIVED_VERSION and key.get("cache") == CACHE_VERSION
                   and key.get("lightrag") == normalizer_version())
         key = key if usable else {}
         self.key = key
-        self.rows = rows  # path -> (digest, links, decision, signature, check) as stored
+        self.rows = rows  # path -> (digest, links, unresolved, decision, signature, check) as stored
         self.paths_digest = str(key.get("paths") or "") if rows else ""
         self.config_ok = key.get("config") == config_key
         self.restored: set[str] = set()  # notes whose resolutions came from their row
@@ -80,44 +82,40 @@ class Derived:
         self.names_key = ""  # of the run's names, once planning computed them
         self._resolutions: dict[tuple, Resolution] = {}
 
-    def _row(self, path: str, digest: str) -> tuple[str, str, str, str, str] | None:
+    def _row(self, path: str, digest: str) -> tuple[str, str, str, str, str, str] | None:
         row = self.rows.get(path)
-        if row is None or row[0] != digest or _check(path, *row[:4]) != row[4]:
+        if row is None or row[0] != digest or _check(path, *row[:5]) != row[5]:
             return None
         return row
 
     def outgoing(self, path: str, digest: str, note: ParsedNote) -> list | RestoredLinks | None:
         """The note's (link, Resolution) pairs from its row, or None (no valid row for these bytes). A note
-        from the parse cache gets them as RestoredLinks, its links left undecoded until read."""
+        from the parse cache gets them as RestoredLinks: its row's links are parsed only when read."""
         row = self._row(path, digest)
         if row is None:
             return None
-        try:
-            stored = orjson.loads(row[1])
-            if not isinstance(stored, list) or not all(isinstance(item, list) and item for item in stored):
-                return None
-            unresolved = [item[1] for item in stored if item[0] == "u" and len(item) > 1 and item[1]]
-            if not all(isinstance(name, str) for name in unresolved):
-                return None
-            if isinstance(note, CachedNote):
-                pairs: list | RestoredLinks = RestoredLinks(note, partial(self._decoded, stored), unresolved)
-            else:
-                resolutions = self._decoded(stored)
-                if resolutions is None or len(resolutions) != len(note.links):
-                    return None
-                pairs = list(zip(note.links, resolutions, strict=True))
-        except (orjson.JSONDecodeError, TypeError, KeyError, ValueError):
+        unresolved = _names(row[2])
+        if unresolved is None:
             return None
+        if isinstance(note, CachedNote):
+            pairs: list | RestoredLinks = RestoredLinks(note, partial(self._decoded, row[1]), unresolved)
+        else:
+            resolutions = self._decoded(row[1])
+            if resolutions is None or len(resolutions) != len(note.links):
+                return None
+            pairs = list(zip(note.links, resolutions, strict=True))
         self.restored.add(path)
         return pairs
 
-    def _decoded(self, stored: list) -> list[Resolution] | None:
-        """The Resolutions a row's items stand for, or None when an item is not one."""
+    def _decoded(self, links: str) -> list[Resolution] | None:
+        """The Resolutions a row's links column stands for, or None when it is not a list of them."""
         known = self._resolutions
         try:
-            return [known.get(key) or self._resolution(key)
-                    for key in (("u",) if item[0] == "u" else tuple(item) for item in stored)]
-        except (TypeError, KeyError, ValueError):
+            stored = orjson.loads(links)
+            if not isinstance(stored, list):
+                return None
+            return [known.get(key) or self._resolution(key) for key in map(_item, stored)]
+        except (orjson.JSONDecodeError, TypeError, KeyError, ValueError, IndexError):
             return None
 
     def _resolution(self, item: tuple) -> Resolution:
@@ -141,17 +139,34 @@ class Derived:
         sign = self.config_ok and not llm_model and self.key.get("names") == self.names_key
         for path in self.restored if self.config_ok else ():
             row = self.rows[path]
-            decision = _decision(row[2])
+            decision = _decision(row[3])
             if decision is None:
                 continue
             decisions[path] = decision
             self.decided.add(path)
             if decision.route == "skip":
                 self.signed.add(path)  # a skipped note has no signature: its row holds ""
-            elif sign and len(row[3]) == 40:
-                signatures[path] = row[3]
+            elif sign and len(row[4]) == 40:
+                signatures[path] = row[4]
                 self.signed.add(path)
         return Plan(vault, names, unresolved, signatures, decisions)
+
+
+def _item(value: Any) -> tuple:
+    if not isinstance(value, list):
+        raise TypeError(f"bad resolution {value!r}")
+    return tuple(value)
+
+
+def _names(text: str) -> list[str] | None:
+    """A row's unresolved names, or None when the column is not a list of strings."""
+    if text == "[]":
+        return []  # most notes: no unresolved link
+    try:
+        names = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    return names if isinstance(names, list) and all(isinstance(n, str) for n in names) else None
 
 
 def _decision(text: str) -> RouteDecision | None:
@@ -171,11 +186,21 @@ def _encode_decision(decision: RouteDecision) -> str:
                          [getattr(f, name) for name in _FEATURES]]).decode()
 
 
-def _encode_links(pairs: list) -> str:
-    """Per link its resolution: [status code, path, *candidates], or for an unresolved link ["u", the entity
-    name planning gives it] (graph.naming.unresolved_name), so a run reads unresolved names without links."""
-    return orjson.dumps([[_CODE[r.status], r.path, *r.candidates] if r.path is not None
-                         else [_CODE[r.status], unresolved_name(link)] for link, r in pairs]).decode()
+def _encode_links(pairs: list) -> tuple[str, str]:
+    """The links column, per link its resolution: [status code, path, *candidates], or ["u"] when unresolved;
+    and the unresolved column: the entity names planning gives the unresolved links (graph.naming), so a run
+    reads them without the links."""
+    links = _dumps([[_CODE[r.status], r.path, *r.candidates] if r.path is not None else [_CODE[r.status]]
+                    for _, r in pairs])
+    names = [name for link, r in pairs if r.path is None and (name := unresolved_name(link))]
+    return links, _dumps(names)
+
+
+def _dumps(value: Any) -> str:
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:  # a lone surrogate in a name: orjson refuses it, json escapes it
+        return json.dumps(value)
 
 
 def load_derived(workspace_dir: Path, config_key: str) -> Derived:
@@ -186,7 +211,8 @@ def load_derived(workspace_dir: Path, config_key: str) -> Derived:
             return Derived(None, {}, config_key)
         try:
             key = get_doc(conn, _DOC)
-            rows = conn.execute("SELECT path, digest, links, decision, signature, checksum FROM derived_notes")
+            rows = conn.execute("SELECT path, digest, links, unresolved, decision, signature, checksum "
+                                "FROM derived_notes")
             return Derived(key, {row[0]: row[1:] for row in rows}, config_key)
         finally:
             conn.close()
@@ -208,7 +234,7 @@ def save_derived(workspace_dir: Path, config_key: str, plan: Plan, derived: Deri
         if path in kept:
             continue  # every part came from its row: the row stands
         digest = vault.digests[path]
-        row = (digest, _encode_links(vault.outgoing(path)), _encode_decision(plan.decisions[path]),
+        row = (digest, *_encode_links(vault.outgoing(path)), _encode_decision(plan.decisions[path]),
                plan.signatures.get(path, ""))
         row = (*row, _check(path, *row))
         if derived.rows.get(path) != row:  # (a damaged checksum is written again too)
@@ -219,8 +245,8 @@ def save_derived(workspace_dir: Path, config_key: str, plan: Plan, derived: Deri
     try:
         with index_db_transaction(workspace_dir) as conn:
             conn.executemany("DELETE FROM derived_notes WHERE path = ?", gone)
-            conn.executemany("INSERT OR REPLACE INTO derived_notes (path, digest, links, decision, signature, "
-                             "checksum) VALUES (?, ?, ?, ?, ?, ?)", fresh)
+            conn.executemany("INSERT OR REPLACE INTO derived_notes (path, digest, links, unresolved, decision, "
+                             "signature, checksum) VALUES (?, ?, ?, ?, ?, ?, ?)", fresh)
             put_doc(conn, _DOC, key)
     except sqlite3.Error:
         return 0  # only a shortcut: the next run derives again

@@ -31,7 +31,8 @@ CREATE TABLE IF NOT EXISTS parsed_notes (path TEXT PRIMARY KEY, digest TEXT NOT 
 CREATE TABLE IF NOT EXISTS parsed_figures (path TEXT PRIMARY KEY, digest TEXT NOT NULL, body INTEGER NOT NULL,
                                            prose INTEGER NOT NULL, covered INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS derived_notes (path TEXT PRIMARY KEY, digest TEXT NOT NULL, links TEXT NOT NULL,
-                                          decision TEXT NOT NULL, signature TEXT NOT NULL, checksum TEXT NOT NULL);
+                                          unresolved TEXT NOT NULL, decision TEXT NOT NULL, signature TEXT NOT NULL,
+                                          checksum TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS parsed_stats (path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
                                          written_ns INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS search_notes (path TEXT PRIMARY KEY, digest TEXT NOT NULL, names TEXT NOT NULL,
@@ -53,6 +54,7 @@ def connect_index_db(workspace_dir: Path, *, create: bool = True) -> sqlite3.Con
     conn.execute("PRAGMA journal_size_limit=16777216")  # a first index's big transactions: shrink the WAL after
     conn.executescript(_SCHEMA)
     _add_digest_column(conn)
+    _renew_derived_table(conn)
     return conn
 
 
@@ -85,6 +87,15 @@ def _add_digest_column(conn: sqlite3.Connection) -> None:
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+
+
+def _renew_derived_table(conn: sqlite3.Connection) -> None:
+    """`derived_notes` from before its `unresolved` column: drop it (its rows are only a shortcut, which the
+    next run derives and writes again) and create it as the schema has it now."""
+    if any(row[1] == "unresolved" for row in conn.execute("PRAGMA table_info(derived_notes)")):
+        return
+    conn.execute("DROP TABLE IF EXISTS derived_notes")
+    conn.executescript(_SCHEMA)
 
 
 def get_doc(conn: sqlite3.Connection, name: str, *, fast: bool = False) -> Any:
