@@ -448,7 +448,7 @@ def test_a_pause_of_the_collector_does_not_unfreeze_what_a_run_froze():
     them all, handing 1.5 million objects back to the next full collection."""
     import gc
 
-    from wikirag.vault.model import cyclic_gc_paused, freeze_long_lived, thaw_long_lived
+    from wikirag.vault.memory import cyclic_gc_paused, freeze_long_lived, thaw_long_lived
 
     kept = [[i] for i in range(1000)]
     try:

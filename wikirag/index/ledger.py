@@ -35,7 +35,7 @@ from wikirag.storage.fs import LEDGER_FILENAME
 from wikirag.storage.ledger_rows import encode_row
 from wikirag.storage.ledger_store import LedgerStore
 from wikirag.storage.sqlite_store import SqliteLedgerStore
-from wikirag.vault.model import cyclic_gc_paused
+from wikirag.vault.memory import cyclic_gc_paused
 
 LEDGER_VERSION = 1
 

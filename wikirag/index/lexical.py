@@ -34,7 +34,7 @@ from wikirag.index.bm25 import bm25_weights, splice
 from wikirag.index.search_rows import TABLE_ROWS_VERSION, sync_rows
 from wikirag.markdown.searchable import searchable_text
 from wikirag.storage.fs import atomic_write_bytes
-from wikirag.vault.model import cyclic_gc_paused
+from wikirag.vault.memory import cyclic_gc_paused
 
 LEXICAL_FILENAME = "wikirag_lexical.npz"
 NAMES_FILENAME = "wikirag_names.json"

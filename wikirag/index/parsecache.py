@@ -23,7 +23,7 @@ import orjson
 
 from wikirag.models import Heading, ParsedNote, WikiLink
 from wikirag.storage.sqlite_store import connect_index_db, get_doc, index_db_transaction, put_doc
-from wikirag.vault.model import cyclic_gc_paused
+from wikirag.vault.memory import cyclic_gc_paused
 
 CACHE_VERSION = 4  # 3: rows are head JSON + newline + rest JSON (CachedNote); 4: the head checks the rest
 RACY_NS = 2_000_000_000  # a file modified this close before its row was written may change unseen

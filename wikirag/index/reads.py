@@ -13,7 +13,8 @@ from typing import Any
 from wikirag.index.parsecache import ParseCache, load_parse_cache
 from wikirag.lightrag.tokens import get_encoding
 from wikirag.settings import WikiragConfig
-from wikirag.vault.model import Vault, cyclic_gc_paused
+from wikirag.vault.memory import cyclic_gc_paused
+from wikirag.vault.model import Vault
 from wikirag.vault.read import read_note_files
 
 

@@ -42,7 +42,8 @@ from wikirag.storage.fs import LLM_CACHE_FILES, wipe_store_files
 from wikirag.storage.ledger_store import LLM_CACHE_TABLES, drop_workspace, ledger_store
 from wikirag.storage.locks import writer_lock
 from wikirag.storage.postgres import keep_vectors_inline, tend_changed_tables
-from wikirag.vault.model import Vault, cyclic_gc_paused, freeze_long_lived, thaw_long_lived
+from wikirag.vault.memory import cyclic_gc_paused, freeze_long_lived, thaw_long_lived
+from wikirag.vault.model import Vault
 from wikirag.vault.read import scan_vault
 
 
@@ -76,7 +77,7 @@ def open_ledger_store(config: WikiragConfig):
 async def open_store_engine(config: WikiragConfig, **kwargs: Any) -> Any:
     """`open_engine` for a writer (`index`, `watch`), with the cyclic collector paused while LightRAG loads its
     stores: the file stores make millions of long-lived objects and no cycles, and each full collection
-    meanwhile re-traced all of them (≈2 s of a 13,000-note run; see vault.model.cyclic_gc_paused). On
+    meanwhile re-traced all of them (≈2 s of a 13,000-note run; see vault.memory.cyclic_gc_paused). On
     PostgreSQL, LightRAG's vectors are kept inside their rows (storage.postgres.keep_vectors_inline)."""
     async with contextlib.AsyncExitStack() as stack:
         with cyclic_gc_paused():

@@ -4,12 +4,10 @@ targets, kept current file by file (`update_file`, `remove_file`) for `watch`.
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import os
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -19,6 +17,7 @@ from wikirag.markdown.parse import parse_note
 from wikirag.models import ParsedNote, ReadIssue, Resolution, WikiLink
 from wikirag.vault.ignore import IgnoreRules
 from wikirag.vault.links import LinkIndex, is_note, link_name_key, name_keys, wanted_name
+from wikirag.vault.memory import cyclic_gc_paused
 from wikirag.vault.read import MAX_NOTE_BYTES, ScanResult, inside_folder, nfc, read_note, scan_files
 
 
@@ -343,48 +342,6 @@ def paths_digest(notes: Iterable[str], attachments: Iterable[str]) -> str:
     link and its note's path."""
     text = "\n".join(sorted(notes)) + "\n\0\n" + "\n".join(sorted(attachments))
     return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-@contextmanager
-def cyclic_gc_paused() -> Iterator[None]:
-    """Loading allocates millions of long-lived objects and makes no reference cycles; the cyclic
-    collector would rescan the growing heap again and again (a quarter of load time). Pause it."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            # Everything allocated meanwhile sits in the youngest generation, so the first allocation
-            # after `enable` would trace all of it (~0.25 s for 10k notes). freeze + unfreeze moves it
-            # to the oldest generation in O(1) instead; a full collection still visits it later. When a
-            # caller has frozen objects on purpose (`freeze_long_lived`), unfreezing would hand them all back
-            # to the collector (a 1.5-million-object full collection): keep everything frozen then.
-            gc.freeze()
-            if not _KEEP_FROZEN:
-                gc.unfreeze()
-            gc.enable()
-
-
-_KEEP_FROZEN = False  # set by freeze_long_lived (gc.get_freeze_count() walks the whole frozen list: slow)
-
-
-def freeze_long_lived() -> None:
-    """Move every object alive now out of the collector's reach for good (`gc.freeze`), and keep later
-    `cyclic_gc_paused` blocks from unfreezing them: for a big run whose vault, ledger and stores live to
-    its end (index.run). Reference counting still frees them; only cycles among them would stay."""
-    global _KEEP_FROZEN
-    gc.freeze()
-    _KEEP_FROZEN = True
-
-
-def thaw_long_lived() -> None:
-    """Undo `freeze_long_lived` at the end of a run: what it froze and has since dropped in cycles becomes
-    collectable again (a process that runs again, such as `watch` between its batches, must not leak)."""
-    global _KEEP_FROZEN
-    if _KEEP_FROZEN:
-        gc.unfreeze()
-        _KEEP_FROZEN = False
 
 
 def _add_to(table: dict[str, set[str]], keys: set[str], value: str) -> None:
