@@ -2,7 +2,7 @@
 save -> queryable, cost-estimate and stats, cold and warm query, store size.
 
     python bench/scale.py --generate 13000 [--embedding hash]     # the zettelkasten shape (bench/zettel.py)
-    python bench/scale.py VAULT [--embedding local|hash] [--storage file|postgres|embedded] [--rounds 10]
+    python bench/scale.py VAULT [--embedding local|hash] [--storage file|postgres|embedded] [--rounds 10] [--edits 8]
 
 Works on a copy of the vault (never edits yours) and a temporary store. `--embedding local` (default) is
 the offline MiniLM; `hash` an instant hashing embedding, for the pipeline's own figures. `--storage
@@ -88,6 +88,11 @@ class Cpu:
 def _p(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def _spread(seconds: list[float]) -> str:
+    return (f"{statistics.median(seconds):8.2f} s  median of {len(seconds)} "
+            f"({min(seconds):.2f}–{max(seconds):.2f} s)")
 
 
 def _cli(*args: str) -> float:
@@ -178,6 +183,19 @@ class Run:
             thread.join(120)
         return latencies
 
+    def edits(self, note: Path, count: int, *, fresh: bool) -> list[float]:
+        """Wall seconds of `count` runs, each after one more line was appended to `note`."""
+        seconds = []
+        for i in range(count):
+            note.write_text(note.read_text(encoding="utf-8") + f"\nEdit {i} of {count}.\n", encoding="utf-8")
+            started = time.perf_counter()
+            if fresh:
+                self.fresh_process(_INDEX_CALL)
+            else:
+                run_index(self.config, **self.kwargs)
+            seconds.append(time.perf_counter() - started)
+        return seconds
+
     def fresh_process(self, call: str) -> str:
         """Wall time of a new interpreter that imports wikirag and makes `call` (what a CLI run costs)."""
         script = _COLD_QUERY.format(root=str(ROOT), hash=self.embedding == "hash", vault=str(self.vault),
@@ -209,7 +227,7 @@ _WARM_QUESTIONS = ("How do notes on attention and memory connect?", "What is the
                    "How does structure help thinking?")
 
 
-def run(vault: Path, embedding: str, storage: str, rounds: int, quiet: float) -> None:
+def run(vault: Path, embedding: str, storage: str, rounds: int, quiet: float, edits: int = 0) -> None:
     work = Path(tempfile.mkdtemp(prefix="wikirag-scale-"))
     work.chmod(0o755)  # as root the embedded server runs as another user, who must reach its data folder
     server = None
@@ -241,6 +259,10 @@ def run(vault: Path, embedding: str, storage: str, rounds: int, quiet: float) ->
         edited.write_text(edited.read_text(encoding="utf-8") + "\nAnd another.\n", encoding="utf-8")
         print(f"{'one edited note (fresh process)':<34} {r.fresh_process(_INDEX_CALL)}  "
               "(interpreter start and imports included)", flush=True)
+        if edits:  # the same note again and again: the spread a single sample hides
+            print(f"{f'  {edits} more edits, in-process':<34} {_spread(r.edits(edited, edits, fresh=False))}")
+            print(f"{f'  {edits} more edits, fresh process':<34} {_spread(r.edits(edited, edits, fresh=True))}",
+                  flush=True)
         waiting = sum(f.read_text(encoding="utf-8").count(f"[[{missing_name(0)}]]") for f in copy.rglob("*.md"))
         (copy / f"{missing_name(0)}.md").write_text(f"# {missing_name(0)}\n\nIt finally exists.\n", encoding="utf-8")
         r.index(f"new note resolving {waiting} links")
@@ -279,16 +301,18 @@ def main() -> None:
     parser.add_argument("--storage", choices=["file", "postgres", "embedded"], default="file")
     parser.add_argument("--rounds", type=int, default=10, help="watch saves to time")
     parser.add_argument("--quiet-seconds", type=float, default=0.5)
+    parser.add_argument("--edits", type=int, default=0, help="time this many more one-note edits, in-process and "
+                        "in fresh processes (median and range)")
     args = parser.parse_args()
     if args.generate:
         folder = Path(tempfile.mkdtemp(prefix="wikirag-zettel-"))
         try:
             print(generate(args.generate, folder / "vault"))
-            run(folder / "vault", args.embedding, args.storage, args.rounds, args.quiet_seconds)
+            run(folder / "vault", args.embedding, args.storage, args.rounds, args.quiet_seconds, args.edits)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
     elif args.vault:
-        run(args.vault, args.embedding, args.storage, args.rounds, args.quiet_seconds)
+        run(args.vault, args.embedding, args.storage, args.rounds, args.quiet_seconds, args.edits)
     else:
         parser.error("give a VAULT or --generate N")
 
