@@ -13,23 +13,13 @@ import pytest
 
 import wikirag.index.run as run_module
 from tests.storekit import HashEmbedding, copy_vault, snapshot
+from tests.vault_edits import random_edit, same_plan
 from wikirag.index.derived import load_derived
 from wikirag.index.ledger import Ledger
 from wikirag.index.planning import plan_index
 from wikirag.settings import load_config
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_vault"
-
-
-def _same_plan(got, want) -> None:
-    assert got.names == want.names
-    assert got.unresolved == want.unresolved
-    assert got.signatures == want.signatures
-    assert got.body_tokens == want.body_tokens
-    assert got.decisions == want.decisions  # routes, reasons, features, sections
-    assert (got.new, got.changed, got.unchanged, got.deleted, got.skipped) == (
-        want.new, want.changed, want.unchanged, want.deleted, want.skipped)
-    assert {p: got.vault.outgoing(p) for p in got.vault.notes} == {p: want.vault.outgoing(p) for p in want.vault.notes}
 
 
 class _Runs:
@@ -56,49 +46,6 @@ class _Runs:
         return self.plans[-1], want, self.derived[-1]
 
 
-def _note(rng: random.Random, vault: Path) -> Path:
-    return rng.choice(sorted(p for p in vault.rglob("*.md") if ".wikirag" not in p.parts))
-
-
-def _edit(rng: random.Random, vault: Path, step: int) -> str:
-    """One random change to the vault; returns its kind."""
-    kind = rng.choice(["text", "link", "title", "alias", "new resolving", "new twin", "delete", "rename",
-                       "attachment added", "attachment removed", "route", "config"])
-    note = _note(rng, vault)
-    text = note.read_text()
-    if kind == "text":
-        note.write_text(text + f"\n\nA new paragraph {step} about nothing linked at all, long enough to be prose.\n")
-    elif kind == "link":
-        target = rng.choice([_note(rng, vault).stem, f"Not yet written {step}", "Index", "shared name"])
-        note.write_text(text + f"\nSee [[{target}]] and [[{target}#Part|that part]].\n")
-    elif kind in ("title", "alias"):
-        key = "title" if kind == "title" else "aliases"
-        value = f"Retitled {step}" if kind == "title" else f"[Alias {step}, {_note(rng, vault).stem}]"
-        body = text.split("---\n", 2)[2] if text.startswith("---\n") and text.count("---\n") >= 2 else text
-        note.write_text(f"---\n{key}: {value}\n---\n{body}")
-    elif kind == "new resolving":
-        (vault / f"Not yet written {rng.randint(0, step)}.md").write_text(f"Now it exists. [[{note.stem}]]\n")
-    elif kind == "new twin":
-        folder = vault / rng.choice(["people", "concepts", "twins"])
-        folder.mkdir(exist_ok=True)
-        (folder / f"{note.stem}.md").write_text(f"A second note named {note.stem}, linking [[shared name]].\n")
-    elif kind == "delete":
-        note.unlink()
-    elif kind == "rename":
-        note.rename(note.with_name(f"Renamed {step} {note.name}"))
-    elif kind == "attachment added":
-        (vault / "attachments").mkdir(exist_ok=True)
-        (vault / "attachments" / f"shared name {step}.png").write_bytes(b"\x89PNG\r\n")
-        note.write_text(text + f"\n![[shared name {step}.png]]\n")
-    elif kind == "attachment removed":
-        pictures = sorted((vault / "attachments").glob("*")) if (vault / "attachments").is_dir() else []
-        if pictures:
-            rng.choice(pictures).unlink()
-    elif kind == "route":
-        note.write_text(f"---\nwikirag: {rng.choice(['skip', 'extract', 'inject'])}\n---\n" + text)
-    return kind
-
-
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_an_index_from_saved_rows_plans_and_stores_what_a_fresh_one_does(tmp_path: Path, monkeypatch, seed: int):
     vault = copy_vault(SAMPLE, tmp_path / "vault")
@@ -109,12 +56,12 @@ def test_an_index_from_saved_rows_plans_and_stores_what_a_fresh_one_does(tmp_pat
     runs.index(config)
     restored = 0
     for step in range(10):
-        kinds = [_edit(rng, vault, step) for _ in range(rng.choice([1, 1, 2]))]
+        kinds = [random_edit(rng, vault, step) for _ in range(rng.choice([1, 1, 2]))]
         if "config" in kinds:  # a route override between runs: decisions of every note are stale
             overrides = [] if overrides else [rng.choice(["daily/*=skip", "people/*=extract", "inject"])]
         config = load_config(vault, route_overrides=overrides)
         got, want, derived = runs.index(config)
-        _same_plan(got, want)
+        same_plan(got, want)
         restored += len(derived.restored & derived.decided & derived.signed)
         if step % 5 == 4:  # the store equals an index made from scratch
             fresh = load_config(vault, store=tmp_path / f"fresh{step}", route_overrides=overrides)
@@ -150,20 +97,20 @@ def test_damaged_or_stale_rows_are_not_trusted(tmp_path: Path, monkeypatch):
     edited.write_text(edited.read_text() + "\nEdited.\n")
     got, want, derived = runs.index(config)
     assert rel not in derived.restored and len(derived.restored) > 10
-    _same_plan(got, want)
+    same_plan(got, want)
 
     # another path set: a note added, no resolution is taken from the rows
     (vault / "A new note.md").write_text("New. [[Index]]\n")
     got, want, derived = runs.index(config)
     assert not derived.restored
-    _same_plan(got, want)
+    same_plan(got, want)
 
     # another config: resolutions are restored, decisions and signatures are not
     edited.write_text(edited.read_text() + "\nEdited again.\n")
     other = load_config(vault, route_overrides=["inject"])
     got, want, derived = runs.index(other)
     assert derived.restored and not derived.decided and not derived.signed
-    _same_plan(got, want)
+    same_plan(got, want)
 
     # a context document naming this path set over rows of another: a bogus key is not believed blindly either
     db = _rows(other)
@@ -172,7 +119,7 @@ def test_damaged_or_stale_rows_are_not_trusted(tmp_path: Path, monkeypatch):
     assert not load_derived(other.workspace_dir, run_module._config_key(other)).paths_digest
     got, want, derived = runs.index(other)
     assert not derived.restored
-    _same_plan(got, want)
+    same_plan(got, want)
 
     # a damaged table: ignored, and rebuilt by the run
     db = _rows(other)
@@ -181,11 +128,11 @@ def test_damaged_or_stale_rows_are_not_trusted(tmp_path: Path, monkeypatch):
     edited.write_text(edited.read_text() + "\nAnd again.\n")
     got, want, derived = runs.index(other)
     assert not derived.restored
-    _same_plan(got, want)
+    same_plan(got, want)
     edited.write_text(edited.read_text() + "\nOnce more.\n")
     got, want, derived = runs.index(other)
     assert len(derived.restored) == len(got.vault.notes) - 1
-    _same_plan(got, want)
+    same_plan(got, want)
 
     # rows saved under another LightRAG: its name normalisation made their unresolved link names, not trusted
     import wikirag.index.derived as derived_module
@@ -194,7 +141,7 @@ def test_damaged_or_stale_rows_are_not_trusted(tmp_path: Path, monkeypatch):
     edited.write_text(edited.read_text() + "\nUnder another LightRAG.\n")
     got, want, derived = runs.index(other)
     assert not derived.restored
-    _same_plan(got, want)
+    same_plan(got, want)
 
 
 
@@ -252,7 +199,7 @@ def test_rows_from_before_the_unresolved_column_are_dropped_and_written_again(tm
     edited.write_text(edited.read_text() + "\nEdited.\n")
     got, want, derived = runs.index(config)
     assert not derived.restored
-    _same_plan(got, want)
+    same_plan(got, want)
     db = _rows(config)
     assert "unresolved" in {row[1] for row in db.execute("PRAGMA table_info(derived_notes)")}
     assert db.execute("SELECT count(*) FROM derived_notes").fetchone()[0] == len(got.vault.notes)
@@ -260,7 +207,7 @@ def test_rows_from_before_the_unresolved_column_are_dropped_and_written_again(tm
     edited.write_text(edited.read_text() + "\nEdited again.\n")
     got, want, derived = runs.index(config)
     assert len(derived.restored) == len(got.vault.notes) - 1
-    _same_plan(got, want)
+    same_plan(got, want)
 
 
 def test_a_vault_with_restored_links_is_freed_without_the_cycle_collector(tmp_path: Path, monkeypatch):
