@@ -55,6 +55,13 @@ def _keys(path: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return paths, tuple(k.rsplit("/", 1)[-1] for k in paths)
 
 
+def _answers_to(path: str, names: set[str]) -> bool:
+    """Whether one of the file's `name_keys` is in `names` (without building them: this runs for every file)."""
+    base = path[path.rfind("/") + 1:]
+    key = base.casefold() if base.isascii() else fold(base)
+    return key in names or (key[-3:] == ".md" and key[:-3] in names)
+
+
 _UNRESOLVED = Resolution("unresolved")
 
 
@@ -100,7 +107,7 @@ class LinkIndex:
         self._by_path: dict[str, list[str]] = {}
         self._resolved: dict[str, Resolution] = {}
         for path in dict.fromkeys(paths):
-            if names is None or not names.isdisjoint(name_keys(path)):
+            if names is None or _answers_to(path, names):
                 self._put(path, new=True)
 
     def __contains__(self, path: str) -> bool:
