@@ -72,10 +72,13 @@ def test_the_encoding_equals_tiktokens_own_and_a_bad_ranks_copy_is_made_again(tm
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
     tokens.get_encoding.cache_clear()
     ours, theirs = tokens.get_encoding(name), tiktoken.get_encoding(name)
-    assert ours._mergeable_ranks == theirs._mergeable_ranks
+    assert ours.ranks() == theirs._mergeable_ranks
     assert (ours._pat_str, ours._special_tokens) == (theirs._pat_str, theirs._special_tokens)
     text = "Enigma’s rotors, 暗号史 and naïve code: x += 1 <|endoftext|>"
     assert ours.encode(text, disallowed_special=()) == theirs.encode(text, disallowed_special=())
+    full = ours.full()
+    assert (full._mergeable_ranks, full._pat_str, full._special_tokens) == (
+        theirs._mergeable_ranks, theirs._pat_str, theirs._special_tokens)
 
     copy = tokens.cache_path(name, tmp_path).with_name(tokens.cache_path(name, tmp_path).name + ".ranks.marshal")
     sidecar = copy.with_name(copy.name + ".sha256")

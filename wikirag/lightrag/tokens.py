@@ -20,6 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from wikirag.lightrag.guard import import_lightrag
+from wikirag.lightrag.lazy_encoding import LazyEncoding
 from wikirag.storage.fs import atomic_write_bytes
 
 # The download URLs tiktoken uses (the cache file name is their sha1) and the sha256 it pins.
@@ -74,22 +75,24 @@ def seed_tiktoken_cache() -> Path:
 
 
 @lru_cache(maxsize=4)
-def get_encoding(name: str = DEFAULT_ENCODING):
-    """A tiktoken Encoding, loaded from the seeded cache: tiktoken's own constructor (pattern, special tokens),
-    given the merge ranks from `_mergeable_ranks`."""
+def get_encoding(name: str = DEFAULT_ENCODING) -> LazyEncoding:
+    """The encoding, loaded from the seeded cache: tiktoken's own constructor (pattern, special tokens), given
+    the merge ranks from `_mergeable_ranks`, behind lightrag.lazy_encoding (a few short texts are encoded
+    without building the whole table)."""
     if name not in _ENCODINGS:
         raise ValueError(f"unknown tokenizer encoding {name!r}; choose one of {sorted(_ENCODINGS)}")
     cache_dir = seed_tiktoken_cache()
-    import tiktoken
     import tiktoken_ext.openai_public as openai_public
 
-    ranks = _mergeable_ranks(name, cache_dir)
+    ranks: dict[bytes, int] = {}  # filled by our loader below, when tiktoken's constructor asks for them
     constructor = getattr(openai_public, name)
-    # tiktoken's own constructor, run with its ranks loader bound to ours in a private copy of its globals (the
-    # module is left alone: another thread's tiktoken.get_encoding must not pick up these ranks)
+    # tiktoken's own constructor, run with its ranks loader bound to a stand-in in a private copy of its
+    # globals (the module is left alone: another thread's tiktoken.get_encoding must not pick up these ranks)
     private = types.FunctionType(constructor.__code__, {**constructor.__globals__,
                                                         "load_tiktoken_bpe": lambda *args, **kwargs: ranks})
-    return tiktoken.Encoding(**private())
+    arguments = private()
+    return LazyEncoding(arguments["name"], arguments["pat_str"], arguments["special_tokens"],
+                        lambda: _mergeable_ranks(name, cache_dir))
 
 
 _RANKS_SUFFIX = ".ranks.marshal"  # beside the seeded file: (its sha256, {token bytes: rank}), marshalled
