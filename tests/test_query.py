@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 from urllib.parse import quote
 
@@ -13,6 +14,7 @@ from tests.storekit import HashEmbedding, copy_vault
 from wikirag.errors import QueryFailed
 from wikirag.index.ledger import Ledger
 from wikirag.index.run import run_index
+from wikirag.lightrag.query import errors_held
 from wikirag.query.retrieve import Vocabulary, derive_keywords, query_store
 from wikirag.settings import load_config
 
@@ -80,9 +82,41 @@ def test_context_only_with_an_llm_makes_no_llm_call(store):
     assert result.entities
 
 
-def test_a_failing_llm_is_a_clear_error_not_an_empty_result(store):
-    with pytest.raises(QueryFailed):
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.fixture
+def lightrag_records():
+    handler, logger = _Records(), logging.getLogger("lightrag")
+    logger.addHandler(handler)
+    yield handler.records
+    logger.removeHandler(handler)
+
+
+def test_a_failing_llm_is_a_clear_error_not_an_empty_result(store, lightrag_records):
+    with pytest.raises(QueryFailed) as failed:
         ask(store, "Who designed the Bombe?", mode="naive", llm_func=FakeLLM(mode="fail", fail_kinds=("answer",)))
+    # one line says why; LightRAG's own ERROR lines about the same failure are not printed beside it
+    assert "\n" not in str(failed.value) and "Query failed" not in str(failed.value)
+    assert not [r for r in lightrag_records if r.levelno >= logging.ERROR]
+
+
+def test_lightrags_errors_are_logged_when_the_query_goes_on(lightrag_records):
+    logger = logging.getLogger("lightrag")
+    with errors_held():
+        logger.error("an error LightRAG went on past")
+        assert lightrag_records == []  # held while the query runs
+    assert [r.getMessage() for r in lightrag_records] == ["an error LightRAG went on past"]
+    with pytest.raises(QueryFailed), errors_held():
+        logger.error("the failure")
+        raise QueryFailed("query failed: the failure")
+    assert len(lightrag_records) == 1
 
 
 class _RecordingLLM:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from wikirag.errors import QueryFailed, StoreNotFound
 from wikirag.index.store_model import adopt_store_embedding
 from wikirag.lightrag.engine import open_engine
-from wikirag.lightrag.query import query_param, too_short_for_retrieval
+from wikirag.lightrag.query import errors_held, failure_message, query_param, too_short_for_retrieval
 from wikirag.query.notes import NoteTable, as_question, obsidian_uri, read_note_table
 from wikirag.settings import STORE_DIRNAME, WikiragConfig
 
@@ -210,19 +210,21 @@ async def query_store(
                 engine_kwargs.setdefault("tokenizer", retrieval_tokenizer())
                 engine_kwargs.setdefault("reading", CONTEXT_STORAGES["naive" if mode == "naive" else "graph"])
             rag = await stack.enter_async_context(open_engine(config, llm_func=llm_func, **engine_kwargs))
-        if use_llm:
-            with _fused_context(rag, config, notes, question, mode, fusion, lexical) as lexical:
-                raw = await rag.aquery_llm(question, param)
-        else:
-            raw = await rag.aquery_data(question, param)
-        # LightRAG returns None or a failure dict on some errors instead of raising.
         nothing_found = False
-        if not isinstance(raw, dict) or raw.get("status") == "failure":
-            message = raw.get("message") if isinstance(raw, dict) else "LightRAG returned nothing"
-            if not (isinstance(raw, dict) and str(message).startswith(("No relevant", "Query returned no results"))):
-                raise QueryFailed(f"query failed: {message}")
-            raw = {"data": {}, "metadata": raw.get("metadata")}  # nothing matched: an empty context, not an error
-            nothing_found = True  # (with an LLM: LightRAG asked it nothing; its canned "Sorry" is no answer)
+        with errors_held():  # a failure is raised below as one line; LightRAG's own log lines of it are dropped
+            if use_llm:
+                with _fused_context(rag, config, notes, question, mode, fusion, lexical) as lexical:
+                    raw = await rag.aquery_llm(question, param)
+            else:
+                raw = await rag.aquery_data(question, param)
+            # LightRAG returns None or a failure dict on some errors instead of raising.
+            if not isinstance(raw, dict) or raw.get("status") == "failure":
+                message = raw.get("message") if isinstance(raw, dict) else "LightRAG returned nothing"
+                empty = isinstance(raw, dict) and str(message).startswith(("No relevant", "Query returned no results"))
+                if not empty:
+                    raise QueryFailed(f"query failed: {failure_message(message)}")
+                raw = {"data": {}, "metadata": raw.get("metadata")}  # nothing matched: an empty context, no error
+                nothing_found = True  # (with an LLM: LightRAG asked it nothing; its canned "Sorry" is no answer)
         data = raw.get("data") or {}
         answer = None
         llm = raw.get("llm_response") or {}
