@@ -302,3 +302,33 @@ def test_gleaning_one_doubles_the_calls_and_the_estimate_follows(vault, tmp_path
     glean_kinds = [c.kind for c in with_glean.calls]
     estimated = estimate_for_config(glean, prices).scenarios["wikirag"]
     assert estimated.gleaning_calls == glean_kinds.count("glean") == glean_kinds.count("extract")
+
+
+def test_an_unreachable_llm_stops_extraction_once_and_the_notes_wait_for_the_next_run(vault, tmp_path):
+    import socket
+
+    from rich.console import Console
+
+    from wikirag.cli.render import render_index_report
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed once the block ends: nothing listens there
+    config = load_config(vault, store=tmp_path / "store", overrides={"llm": {
+        "model": "openai:m", "base_url": f"http://127.0.0.1:{port}/v1", "max_retries": 0}})
+    report = run_index(config, embedding_func=HashEmbedding().func())
+    extract_routed = sum(1 for e in Ledger.load(config.workspace_dir).notes.values() if e.route == "extract")
+    assert extract_routed > 10
+    # the first note's call found no server: the others were not sent, and the reason is said once
+    assert "Connection" in report.llm_unavailable
+    assert [i for i in report.issues if "LLM unavailable" in i] == [
+        f"LLM unavailable, extraction stopped for this run: {report.llm_unavailable}"]
+    assert not [i for i in report.issues if "extraction failed" in i]
+    assert 1 <= report.llm_calls < extract_routed and report.notes_pending_extraction == extract_routed
+    console = Console(record=True, width=200)
+    render_index_report(report, console)
+    assert "once the LLM can be reached" in console.export_text() and "set WIKIRAG_LLM" not in console.export_text()
+    # the store is whole: a run with a working LLM extracts every waiting note
+    again = run_index(config, llm_func=FakeLLM(), embedding_func=HashEmbedding().func())
+    assert again.notes_extracted == extract_routed and again.notes_pending_extraction == 0
+    assert not [i for i in again.issues if "LLM" in i or "extraction" in i]

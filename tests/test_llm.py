@@ -22,7 +22,7 @@ from wikirag.lightrag.engine import lightrag_llm_kwargs
 from wikirag.llm.check import acheck_llm
 from wikirag.llm.client import make_llm_func
 from wikirag.llm.redact import redact
-from wikirag.llm.retry import Backoff, LLMCallError, is_retryable
+from wikirag.llm.retry import Backoff, LLMCallError, affects_every_call, is_retryable
 from wikirag.llm.spec import describe_llm, parse_llm_spec
 from wikirag.llm.usage import LLMUsage
 from wikirag.settings import LLMSettings
@@ -299,6 +299,7 @@ def test_gives_up_after_max_retries(server):
     assert len(srv.requests) == 3
     assert (info.value.status_code, info.value.retryable, info.value.attempts) == (503, True, 3)
     assert (usage.calls, usage.retries, usage.failures) == (1, 2, 1)
+    assert not info.value.every_call  # an overloaded server may answer the next call
 
 
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
@@ -310,14 +311,17 @@ def test_no_retry_on_client_errors(server, status):
     assert len(srv.requests) == 1
     assert info.value.status_code == status and not info.value.retryable
     assert (usage.retries, usage.failures) == (0, 1)
+    # a refused key or an unknown model fails every call; a 400 or 422 is about this request
+    assert info.value.every_call == (status in (401, 403, 404))
 
 
 def test_permanent_quota_429_is_not_retried(server):
     srv = server(429, error_body={"error": {"message": "You exceeded your current quota",
                                             "type": "insufficient_quota"}})
-    with pytest.raises(LLMCallError, match="quota"):
+    with pytest.raises(LLMCallError, match="quota") as info:
         run(make_llm_func(openai_settings(srv), backoff=FAST)("hello"))
     assert len(srv.requests) == 1
+    assert info.value.every_call
 
 
 def test_401_message_is_redacted_and_the_key_was_sent(server, monkeypatch, caplog):
@@ -342,7 +346,7 @@ def test_connection_refused_is_retried_then_reported():
                         usage, backoff=FAST)
     with pytest.raises(LLMCallError) as info:
         run(llm("hello"))
-    assert info.value.retryable and info.value.attempts == 3
+    assert info.value.retryable and info.value.attempts == 3 and info.value.every_call
     assert (usage.retries, usage.failures) == (2, 1)
 
 
@@ -491,6 +495,9 @@ def test_retry_classification():
     assert is_retryable(httpx.ReadTimeout("slow")) and is_retryable(httpx.ConnectError("refused"))
     assert not is_retryable(httpx.UnsupportedProtocol("no scheme"))
     assert not is_retryable(ValueError("bad"))
+    # what stops a run's extraction once the retries are spent: the server cannot be reached
+    assert affects_every_call(ConnectionRefusedError()) and affects_every_call(httpx.ConnectError("refused"))
+    assert not affects_every_call(TimeoutError()) and not affects_every_call(httpx.ReadTimeout("slow"))
 
 
 # -- Ollama (native /api/chat) and Anthropic (/v1/messages) ----------------------------------------
@@ -570,3 +577,29 @@ def test_check_llm_reports_errors_without_retrying_or_leaking(server, monkeypatc
     assert not check.ok and len(srv.requests) == 1
     assert "500" in check.error and FAKE_KEY not in check.error
     assert not run(acheck_llm(LLMSettings())).ok
+
+
+def test_lightrags_lines_about_failures_wikirag_reports_are_dropped():
+    import logging
+    import os
+
+    from wikirag.lightrag.guard import import_lightrag
+
+    lightrag = import_lightrag()
+    logger, seen = logging.getLogger("lightrag"), []
+    handler = logging.Handler()
+    handler.emit = seen.append
+    logger.addHandler(handler)
+    binding = os.path.join(os.path.dirname(lightrag.__file__), "llm", "openai.py")
+    elsewhere = os.path.join(os.path.dirname(lightrag.__file__), "operate.py")
+    try:
+        for pathname, level, message in [
+            (elsewhere, logging.ERROR, "extract LLM func: Error in decorated function for task 1_2: refused"),
+            (binding, logging.ERROR, "OpenAI API Connection Error: Connection error."),  # retried, then reported
+            (binding, logging.WARNING, "a binding's warning"),
+            (elsewhere, logging.ERROR, "an error of LightRAG's own"),
+        ]:
+            logger.handle(logger.makeRecord("lightrag", level, pathname, 1, message, (), None))
+    finally:
+        logger.removeHandler(handler)
+    assert [r.getMessage() for r in seen] == ["a binding's warning", "an error of LightRAG's own"]

@@ -134,9 +134,17 @@ def render_index_report(report: IndexReport, console: Console) -> None:
     parts += _listing("LLM names merged into known entities", report.entity_merges)
     parts += _listing("LLM entities dropped (not in the text)", report.entities_dropped)
     if report.notes_pending_extraction and not report.dry_run:
-        parts += ["", Text(f"{report.notes_pending_extraction} notes are indexed from their links and wait "
-                           "for LLM extraction: set WIKIRAG_LLM and run `wikirag index` again "
-                           "(`wikirag cost-estimate` shows the bill first).", style="dim")]
+        waiting = f"{report.notes_pending_extraction} notes are indexed from their links and wait for LLM extraction"
+        if report.llm_unavailable:
+            then = ": run `wikirag index` again once the LLM can be reached (`wikirag doctor --check-llm` tests it)."
+        elif report.notes_over_budget:
+            then = ", some beyond --budget: `wikirag index` again (with a larger --budget) extracts them."
+        elif report.llm_failures:
+            then = ", which failed for some of them (Problems above): `wikirag index` again retries them."
+        else:
+            then = (": set WIKIRAG_LLM and run `wikirag index` again (`wikirag cost-estimate` shows the bill "
+                    "first).")
+        parts += ["", Text(waiting + then, style="dim")]
     console.print(Panel(Group(*parts), title=Text(str(report.vault), style="bold") + Text(f" — {title}"), expand=False))
 
 

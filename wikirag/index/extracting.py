@@ -17,6 +17,7 @@ from wikirag.index.report import IndexReport
 from wikirag.index.units import Unit, UnitPlan, extract_text, member_chunks, note_units, pack_unit
 from wikirag.lightrag.extraction import drop_cached, extract_inputs
 from wikirag.lightrag.hinting import HintingLLM, HintNotApplied
+from wikirag.llm.retry import llm_call_error
 from wikirag.plan.packing import member_block
 from wikirag.settings import WikiragConfig
 
@@ -153,6 +154,9 @@ async def _extract_one(rag: Any, hinting: HintingLLM, plan: Plan, units: list[Un
                 entry.status = "indexed"
                 ledger.notes[path] = entry  # set again: saved as a row
         return Pending()
+    if report.llm_unavailable:  # an earlier call found the LLM unusable: these notes wait without asking it
+        _wait_for_llm(ledger, members, todo, report.llm_unavailable)
+        return Pending()
     digest = hint_digest(plan, units)
     ledger.notes.load(members)  # one read for the pack's members, not one each
     stale = [k for m in members if ledger.notes[m].hint_digest and ledger.notes[m].hint_digest != digest
@@ -168,14 +172,17 @@ async def _extract_one(rag: Any, hinting: HintingLLM, plan: Plan, units: list[Un
     except HintNotApplied:
         raise  # not these notes' problem: every extraction would go out without its hint
     except Exception as exc:  # the LLM failed after its retries: the notes wait, the run goes on
-        error = f"{type(exc).__name__}: {exc}"[:300]
-        for path in members:
-            if path in todo:
-                entry = ledger.notes[path]
-                entry.status, entry.error = "pending_extraction", error
-                ledger.notes[path] = entry  # set again: saved as a row
-                report.issues.append(f"{path}: extraction failed, will retry: {error}")
         report.llm_failures += 1
+        cause = llm_call_error(exc)
+        if cause is not None and cause.every_call:  # every other call would fail alike: stop asking, say it once
+            if not report.llm_unavailable:
+                report.llm_unavailable = str(cause)[:300]
+                report.issues.append(f"LLM unavailable, extraction stopped for this run: {report.llm_unavailable}")
+            _wait_for_llm(ledger, members, todo, report.llm_unavailable)
+            return Pending()
+        error = f"{type(exc).__name__}: {exc}"[:300]
+        for path in _wait_for_llm(ledger, members, todo, error):
+            report.issues.append(f"{path}: extraction failed, will retry: {error}")
         return Pending()
     finally:
         for u in units:
@@ -211,6 +218,16 @@ async def _extract_one(rag: Any, hinting: HintingLLM, plan: Plan, units: list[Un
             why = "LightRAG prompt example" if table.is_example(name) else "not found in the text"
             report.entities_dropped.append(f"{where}: {name!r} ({why})")
     return pending
+
+
+def _wait_for_llm(ledger: Ledger, members: list[str], todo: set[str], error: str) -> list[str]:
+    """This run's notes among `members` stay pending extraction, with the error that stopped it; returns them."""
+    waiting = [path for path in members if path in todo]
+    for path in waiting:
+        entry = ledger.notes[path]
+        entry.status, entry.error = "pending_extraction", error
+        ledger.notes[path] = entry  # set again: saved as a row
+    return waiting
 
 
 def stale_packs(plan: Plan, ledger: Ledger, units_plan: UnitPlan) -> list[str]:

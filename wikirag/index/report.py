@@ -31,6 +31,7 @@ class IndexReport:
     notes_extracted: int = 0
     notes_skipped: int = 0
     llm_failures: int = 0
+    llm_unavailable: str = ""  # a failure every call would meet (server down, key refused): extraction stopped
     budget_usd: float | None = None
     estimated_usd: float = 0.0  # list-price estimate of the extraction this run did (with --budget)
     notes_over_budget: int = 0  # extract-routed notes left pending because of --budget

@@ -38,6 +38,7 @@ from wikirag.index.ledger import Ledger, Pending
 from wikirag.index.report import IndexReport
 from wikirag.lightrag.summaries import SummaryLimits, summarise, summary_limits
 from wikirag.lightrag.writer import StoreWriter
+from wikirag.llm.retry import llm_call_error
 
 TODO_KEY = "summaries_todo"
 MODE_KEY = "summaries"
@@ -143,6 +144,8 @@ async def finish_summaries(writer: StoreWriter, ledger: Ledger, summaries: Summa
     jobs += [("Relation", k) for k in sorted(relations)]
     done = 0
     for start in range(0, len(jobs), GROUP):
+        if report.llm_unavailable:  # the LLM cannot be used this run (extracting): the list waits for the next
+            break
         group = jobs[start:start + GROUP]
         results = await asyncio.gather(*(_one(writer.rag, ledger, summaries, kind, key) for kind, key in group),
                                        return_exceptions=True)
@@ -151,9 +154,16 @@ async def finish_summaries(writer: StoreWriter, ledger: Ledger, summaries: Summa
             if isinstance(result, BaseException):
                 if not isinstance(result, Exception):
                     raise result  # cancelled, interrupted: the list stays as saved
+                report.llm_failures += 1
+                cause = llm_call_error(result)
+                if cause is not None and cause.every_call:  # as in extraction: stop asking, say it once
+                    if not report.llm_unavailable:
+                        report.llm_unavailable = str(cause)[:300]
+                        report.issues.append(f"LLM unavailable, description summaries stopped for this run: "
+                                             f"{report.llm_unavailable}")
+                    continue
                 report.issues.append(f"{_label(kind, key)}: description summary failed, kept bounded, will retry: "
                                      f"{type(result).__name__}: {result}"[:300])
-                report.llm_failures += 1
                 continue
             (entities if kind == "Entity" else relations).discard(key)
             if result is None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import logging
+import os
 import sys
 import threading
 from functools import cache
@@ -119,4 +120,22 @@ def import_lightrag() -> ModuleType:
     # HTTP client (httpx2, which LightRAG's own httpx setting misses) logs every request at INFO.
     for name in ("lightrag", "nano-vectordb", "httpx2"):
         logging.getLogger(name).setLevel(logging.WARNING)
+    if _drop_reraised_errors not in logging.getLogger("lightrag").filters:
+        logging.getLogger("lightrag").addFilter(_drop_reraised_errors)
     return lightrag
+
+
+def _drop_reraised_errors(record: logging.LogRecord) -> bool:
+    """Drop the ERROR lines LightRAG logs about a failure it then raises to wikirag, which reports it once (a
+    failed note, "LLM unavailable", a query error), redacted: its call queues log every failure of the function
+    they call ("extract LLM func: Error in decorated function for task …"), and its LLM bindings each failed
+    request ("OpenAI API Connection Error: …"), which wikirag's client retries and reports. One unreachable
+    server printed a line per chunk beside the run's report."""
+    if record.levelno != logging.ERROR:
+        return True
+    if ": Error in decorated function for task " in str(record.msg):
+        return False
+    return not record.pathname.startswith(_BINDINGS_DIR)
+
+
+_BINDINGS_DIR = os.path.join(os.path.dirname(importlib.util.find_spec("lightrag").origin or ""), "llm", "")

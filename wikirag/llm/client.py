@@ -47,6 +47,7 @@ from wikirag.llm.redact import install_log_redaction, redact
 from wikirag.llm.retry import (
     Backoff,
     LLMCallError,
+    affects_every_call,
     error_text,
     is_provider_error,
     is_retryable,
@@ -194,7 +195,7 @@ class LLMClient:
             raise LLMCallError(
                 redact(f"{t.named}:{t.model}: {error_text(exc, self.settings.timeout_s)}"),
                 status_code=status_code_of(exc), retryable=is_retryable(exc),
-                attempts=retrying.statistics.get("attempt_number", 1),
+                attempts=retrying.statistics.get("attempt_number", 1), every_call=affects_every_call(exc),
             ) from None  # the original's message and traceback could carry a key
 
     async def _attempt(self, kind: str, prompt: str, system_prompt: str | None,

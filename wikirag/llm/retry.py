@@ -17,11 +17,24 @@ class LLMCallError(WikiragError):
     """An LLM call failed (after retries, or at once for a non-retryable error); the message is redacted."""
 
     def __init__(self, message: str, *, status_code: int | None = None, retryable: bool = False,
-                 attempts: int = 1) -> None:
+                 attempts: int = 1, every_call: bool = False) -> None:
         super().__init__(message)
         self.status_code = status_code
         self.retryable = retryable
         self.attempts = attempts
+        self.every_call = every_call  # affects_every_call: the run's other calls would fail the same way
+
+
+def llm_call_error(exc: BaseException | None) -> LLMCallError | None:
+    """The LLMCallError wikirag's client raised behind `exc`. LightRAG re-raises a failed call as a new
+    exception of the same type under its chunk's name (`from` the original), which keeps the message only:
+    the innermost one holds the attributes."""
+    found, seen = None, 0
+    while exc is not None and seen < 10:
+        if isinstance(exc, LLMCallError):
+            found = exc
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return found
 
 
 @dataclass(frozen=True)
@@ -63,6 +76,23 @@ def is_retryable(exc: BaseException) -> bool:
     if names & {"APIConnectionError", "APITimeoutError", "TransientBadRequestError"}:
         return True
     return type(exc).__name__ == "InvalidResponseError" and type(exc).__module__ == "lightrag.llm.openai"
+
+
+def affects_every_call(exc: BaseException) -> bool:
+    """Whether every other call would fail the same way, so a run should stop asking: the server cannot be
+    reached (after the retries), the key is refused, the model is unknown, the account's quota is spent. A
+    timeout or a 400 may be the one prompt's doing (a long pack, a filtered text): the run goes on."""
+    status = status_code_of(exc)
+    if status is not None:
+        return status in (401, 403, 404) or (status == 429 and not is_retryable(exc))
+    if isinstance(exc, ConnectionError):  # the builtin, which the ollama client raises
+        return True
+    for name in ("httpx", "httpx2"):
+        module = sys.modules.get(name)
+        if module is not None and isinstance(exc, module.ConnectError):
+            return True
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    return "APIConnectionError" in names and "APITimeoutError" not in names  # openai's, anthropic's
 
 
 def is_provider_error(exc: BaseException) -> bool:
