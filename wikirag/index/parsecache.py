@@ -25,7 +25,9 @@ from wikirag.models import Heading, ParsedNote, WikiLink
 from wikirag.storage.sqlite_store import connect_index_db, get_doc, index_db_transaction, put_doc
 from wikirag.vault.memory import cyclic_gc_paused
 
-CACHE_VERSION = 4  # 3: rows are head JSON + newline + rest JSON (CachedNote); 4: the head checks the rest
+# Bump when a row's encoding or what the parser makes of the same bytes changes. 3: rows are head JSON + newline
+# + rest JSON (CachedNote); 4: the head checks the rest; 5: a frontmatter date that is none stays text.
+CACHE_VERSION = 5
 RACY_NS = 2_000_000_000  # a file modified this close before its row was written may change unseen
 
 

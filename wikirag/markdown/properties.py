@@ -65,18 +65,32 @@ def split_frontmatter(text: str) -> tuple[FrontmatterBlock | None, str]:
 
 
 @cache
-def _yaml() -> Any:
-    """python-frontmatter's YAML handler, imported with PyYAML on the first block loaded: a run whose notes all
-    come from the parse cache never loads YAML."""
-    from frontmatter.default_handlers import YAMLHandler
+def _yaml() -> tuple[Any, Any]:
+    """python-frontmatter's YAML handler and the loader it is given, imported with PyYAML on the first block
+    loaded: a run whose notes all come from the parse cache never loads YAML."""
+    import yaml
+    from frontmatter.default_handlers import SafeLoader, YAMLHandler
 
-    return YAMLHandler()
+    class Loader(SafeLoader):  # type: ignore[misc, valid-type]
+        """The handler's safe loader (libyaml's when present), where a value shaped like a date that is none
+        (`created: 2024-13-45`) stays its text, as Obsidian shows it: PyYAML raised, and the note lost all
+        its properties."""
+
+    def timestamp(loader: Any, node: Any) -> Any:
+        try:
+            return yaml.constructor.SafeConstructor.construct_yaml_timestamp(loader, node)
+        except ValueError:
+            return loader.construct_scalar(node)
+
+    Loader.add_constructor("tag:yaml.org,2002:timestamp", timestamp)
+    return YAMLHandler(), Loader
 
 
 def load_properties(block: FrontmatterBlock) -> Properties:
     """Load the YAML and read the known keys; never raises."""
     try:
-        raw = _yaml().load(block.text)
+        handler, loader = _yaml()
+        raw = handler.load(block.text, Loader=loader)
     except Exception as exc:  # YAML errors, bad dates (ValueError), recursion: all one line
         return Properties(error=_yaml_error(exc))
     if raw is None:
