@@ -257,3 +257,26 @@ def test_the_command_still_exits_fast_after_the_local_model_embedded(tmp_path):
     report = json.loads(done.stdout[: done.stdout.rindex("fast exit")])
     assert report["embedding_texts"] > 0  # the local model ran (with its pool)
     assert done.stdout.rstrip().endswith("fast exit")
+
+
+def test_a_store_or_config_that_is_the_wrong_kind_of_path_is_one_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from wikirag.cli.app import app
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Note.md").write_text("A note.\n")
+    a_file = tmp_path / "a_file"
+    a_file.write_text("not a folder\n")
+    runner = CliRunner()
+    for args, says in [
+        (["index", str(vault), "--store", str(a_file)], "is a file, not a folder"),
+        (["index", str(vault), "--config", str(tmp_path)], "the config is a folder, not a TOML file"),
+        (["search", "note", "--vault", str(vault), "--config", str(tmp_path)], "the config is a folder"),
+        (["watch", str(tmp_path / "missing"), "--store", str(tmp_path / "s")], "no such vault folder"),
+    ]:
+        result = runner.invoke(app, args)
+        assert result.exit_code == 1, (args, result.output)
+        assert says in result.output and "Traceback" not in result.output, (args, result.output)
+        assert len(result.output.strip().splitlines()) == 1, (args, result.output)

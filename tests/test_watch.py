@@ -102,6 +102,22 @@ def test_scripted_edits_end_equal_to_a_fresh_index(vault, tmp_path):
     assert snapshot(watcher.config) == fresh_snapshot(vault, tmp_path / "fresh")
 
 
+def test_a_vault_folder_removed_and_made_again_is_followed(vault, tmp_path):
+    with Watcher(vault, tmp_path / "store") as watcher:
+        kept = vault / "people" / "Alan Turing.md"
+        saved = kept.read_text()
+        shutil.rmtree(vault)  # a sync tool or a restore replaces the whole folder
+        time.sleep(QUIET)
+        vault.mkdir()
+        (vault / "Alan Turing.md").write_text(saved)
+        (vault / "Back.md").write_text("The vault came back; see [[Alan Turing]].\n")
+        watcher.settle()
+        (vault / "Later.md").write_text("A note saved after the folder came back.\n")  # the new folder is watched
+        watcher.settle()
+    assert not [b for b in watcher.batches if b.error]
+    assert snapshot(watcher.config) == fresh_snapshot(vault, tmp_path / "fresh")
+
+
 def test_a_burst_of_500_files_is_coalesced(tmp_path):
     vault = tmp_path / "vault"
     vault.mkdir()

@@ -201,6 +201,10 @@ def check_store_location(vault: Path, store: Path, workspace: str, origin: str, 
     """
     vault_dir, store_dir = vault.resolve(), store.resolve()
     workspace_dir = (store / workspace).resolve()
+    for folder in (store_dir, workspace_dir):
+        if folder.exists() and not folder.is_dir():
+            raise ConfigError(f"{origin}: store {folder} is a file, not a folder (the store is the folder the "
+                              "index lives in)")
     if vault_dir.is_relative_to(store_dir):
         raise ConfigError(f"{origin}: store {store} is the vault or a folder holding it; "
                           "use a folder of its own (default: VAULT/.wikirag)")
@@ -261,10 +265,14 @@ def load_config(
     if config_file is not None and not config_file.exists():
         raise ConfigError(f"{config_file}: config file not found")
     if path.exists():
+        if not path.is_file():
+            raise ConfigError(f"{path}: the config is a folder, not a TOML file")
         try:
             file_values = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # Notepad writes a BOM
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{path}: {exc}") from None
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read the config ({exc.strerror})") from None
 
     sections = {name: cls() for name, cls in _SECTIONS.items()}
     named: set[tuple[str, str]] = set()  # (section, key) that some source (toml, env, flag) set

@@ -237,10 +237,11 @@ def watch(
     import asyncio
 
     from wikirag.cli.render import watch_lines, watch_status
-    from wikirag.index.watch import stop_on_signals, watch_vault
+    from wikirag.index.watch import require_vault, stop_on_signals, watch_vault
 
     try:
         config = build_config(vault, store=store, config_file=config_file, exclude=exclude, llm=llm)
+        require_vault(config)  # before the status line starts
         with stop_on_signals() as stop:  # SIGTERM and Ctrl-C: finish or stop between batches, exit 0
             if as_json:
                 def emit(item: object) -> None:

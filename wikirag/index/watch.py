@@ -28,6 +28,7 @@ from typing import Any
 from watchdog.events import FileSystemEventHandler
 from watchdog.observers import Observer
 
+from wikirag.errors import VaultNotFound
 from wikirag.index.report import IndexReport
 from wikirag.index.run import RunState, StoreLock, hinting_llm, index_vault, open_store_engine
 from wikirag.lightrag.embeddings import EmbeddingCounter
@@ -84,6 +85,7 @@ class _EventCollector(FileSystemEventHandler):
         self._lock = threading.Lock()
         self._paths: set[str] = set()
         self.last_event = 0.0
+        self.root_lost = False  # the vault folder itself was deleted or moved away: its watches are gone
 
     def _relative(self, raw: str | bytes) -> str | None:
         path = Path(os.fsdecode(raw)).resolve() if raw else None
@@ -102,6 +104,9 @@ class _EventCollector(FileSystemEventHandler):
         # A folder's "modified" only says its listing changed; the children's own events follow.
         if kind in {"opened", "closed_no_write"} or (kind == "modified" and event.is_directory):
             return
+        if kind in {"deleted", "moved"} and event.is_directory and event.src_path \
+                and Path(os.fsdecode(event.src_path)).resolve() == self.root:
+            self.root_lost = True
         touched = [self._relative(event.src_path), self._relative(getattr(event, "dest_path", "") or "")]
         touched = [t for t in touched if t]
         if touched:
@@ -119,6 +124,22 @@ class _EventCollector(FileSystemEventHandler):
     def pending(self) -> int:
         with self._lock:
             return len(self._paths)
+
+
+def require_vault(config: WikiragConfig) -> None:
+    """A watch needs the vault folder to exist when it starts (watch_vault asks; the CLI asks before it shows
+    its status line)."""
+    if not config.vault.is_dir():
+        raise VaultNotFound(f"{config.vault}: no such vault folder")
+
+
+def _folder_identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of the folder, or None when there is none: a vault removed and made again is another."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino) if path.is_dir() else None
 
 
 def apply_paths(vault: Vault, paths: set[str]) -> None:
@@ -151,6 +172,7 @@ async def watch_vault(
 ) -> None:
     """Index once, then follow the vault until `stop` is set (or Ctrl-C)."""
     stop = stop or threading.Event()
+    require_vault(config)
     with StoreLock(config):
         # The observer starts before the vault is read, so nothing saved during the initial index is
         # missed: those events simply make the first batch re-read the files.
@@ -158,6 +180,7 @@ async def watch_vault(
         observer = Observer()
         observer.schedule(collector, str(config.vault), recursive=True)
         observer.start()
+        root = _folder_identity(config.vault)
         try:
             vault = Vault.load(config.vault, exclude=config.exclude)
             counter = engine_kwargs.pop("embedding_counter", None) or EmbeddingCounter()
@@ -187,16 +210,28 @@ async def watch_vault(
                     if on_initial:
                         on_initial(initial)
                     retry.after(initial, hinting is not None)
+                rescan = False
                 while not stop.is_set():
                     await asyncio.sleep(poll_seconds)
+                    now = _folder_identity(config.vault)
+                    if now != root or collector.root_lost:  # the vault folder was removed or replaced
+                        if now is None:
+                            continue  # gone (rm -rf, a sync tool, a restore): wait for it to come back
+                        # Back as another folder: the old one's watches died with it (its inode number may
+                        # come round again, hence root_lost). Watch the new one and read it whole.
+                        collector.root_lost = False
+                        observer.unschedule_all()
+                        observer.schedule(collector, str(config.vault), recursive=True)
+                        root, rescan = now, True
                     paths = collector.drain_if_quiet(quiet_seconds)
-                    if not paths and not retry.due() and not failures.due():
+                    if not paths and not retry.due() and not failures.due() and not rescan:
                         continue
                     paths = paths or set()  # a retry: notes whose extraction failed, or a failed batch
                     batch += 1
                     started = time.perf_counter()
                     try:
-                        if len(paths) > FULL_RESCAN_ABOVE:
+                        if rescan or len(paths) > FULL_RESCAN_ABOVE:
+                            rescan = False
                             vault = Vault.load(config.vault, exclude=config.exclude)
                         else:
                             apply_paths(vault, paths)
