@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import stat
 import unicodedata
 from pathlib import Path
 
@@ -207,6 +209,44 @@ def test_export_into_a_folder_that_does_not_exist_is_one_line(vault, tmp_path):
 def test_export_that_cannot_be_written_is_one_line(vault):
     out = "/proc/wikirag-export.graphml"  # even root cannot write there: chmod would not stop root
     _one_line_error(invoke("export", "--vault", str(vault), "-o", out), out, "cannot write it")
+
+
+def test_export_refuses_a_pipe_or_device_and_leaves_it_as_it_was(vault, tmp_path):
+    fifo = tmp_path / "graph.pipe"
+    os.mkfifo(fifo)
+    _one_line_error(invoke("export", "--vault", str(vault), "-o", str(fifo)), str(fifo), "not a plain file")
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)  # still the pipe: an export once renamed a file over /dev/full
+
+
+def test_export_writes_through_a_link_and_keeps_it(vault, tmp_path):
+    target = tmp_path / "real.json"
+    target.write_text("old\n")
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    result = invoke("export", "--vault", str(vault), "--format", "json", "-o", str(link))
+    assert result.exit_code == 0, result.output
+    assert link.is_symlink() and json.loads(target.read_text())["nodes"]
+
+
+def test_export_files_get_the_usual_permissions(vault, tmp_path):
+    old = os.umask(0o022)
+    try:
+        fresh, kept = tmp_path / "fresh.json", tmp_path / "kept.json"
+        kept.write_text("old\n")
+        kept.chmod(0o640)
+        for out in (fresh, kept):
+            assert invoke("export", "--vault", str(vault), "--format", "json", "-o", str(out)).exit_code == 0
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o644  # as any new file here, not wikirag's private 0600
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o640 and json.loads(kept.read_text())["edges"]
+
+
+def test_export_to_standard_output(vault):
+    result = invoke("export", "--vault", str(vault), "--format", "json", "-o", "-")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["nodes"] and "standard output" in result.stderr
+    assert not (Path.cwd() / "-").exists()
 
 
 # --- wikirag.toml as people write it ---------------------------------------------------------------------------

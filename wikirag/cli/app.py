@@ -329,19 +329,25 @@ def export(
     vault: Annotated[Path | None, typer.Option("--vault", help="Vault (default: found upwards).")] = None,
     store: StoreOpt = None,
 ) -> None:
-    """Write the indexed graph to a file.
+    """Write the indexed graph to a file (`-o -`: to standard output).
 
     Example:
 
         wikirag export --vault ~/Notes --format graphml -o notes.graphml
+        wikirag export --format json -o - | jq '.nodes | length'
     """
-    from wikirag.query.export import export_graph
+    from wikirag.query.export import export_document, export_graph
     from wikirag.query.retrieve import find_vault
 
     try:
         config = build_config(vault or find_vault(Path.cwd()), store=store)
         if fmt not in {"graphml", "json"}:
             fail(f"--format {fmt!r}: use graphml or json")
+        if str(output) == "-":
+            graph, document = export_document(config, fmt)
+            typer.echo(document, nl=False)
+            stderr_console().print(f"wrote {len(graph.nodes)} nodes and {len(graph.edges)} edges to standard output")
+            return
         graph = export_graph(config, output, fmt)
     except WikiragError as exc:
         fail(str(exc))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any
 from wikirag.errors import ExportRefused, StoreNotFound
 from wikirag.lightrag.engine import open_engine
 from wikirag.settings import WikiragConfig
-from wikirag.storage.fs import atomic_write_text
+from wikirag.storage.fs import atomic_write_bytes
 from wikirag.storage.ledger_store import ledger_store
 
 SEP = "<SEP>"
@@ -82,15 +83,15 @@ def graph_stats(graph: Graph, top: int = 10) -> GraphStats:
     )
 
 
-def write_json(graph: Graph, out: Path) -> None:
-    atomic_write_text(out, json.dumps({"nodes": graph.nodes, "edges": graph.edges}, ensure_ascii=False, indent=2))
+def json_document(graph: Graph) -> str:
+    return json.dumps({"nodes": graph.nodes, "edges": graph.edges}, ensure_ascii=False, indent=2)
 
 
 _NODE_KEYS = ("entity_type", "description", "source_id", "file_path")
 _EDGE_KEYS = ("weight", "description", "keywords", "source_id", "file_path")
 
 
-def write_graphml(graph: Graph, out: Path) -> None:
+def graphml_document(graph: Graph) -> str:
     """GraphML that Gephi and yEd open, written by networkx; lists are joined by ' | '."""
     import networkx as nx
 
@@ -105,11 +106,24 @@ def write_graphml(graph: Graph, out: Path) -> None:
         if "weight" in attrs:
             attrs["weight"] = float(attrs["weight"])
         g.add_edge(edge["source"], edge["target"], **attrs)
-    atomic_write_text(out, "\n".join(nx.generate_graphml(g, encoding="utf-8")) + "\n")
+    return "\n".join(nx.generate_graphml(g, encoding="utf-8")) + "\n"
 
 
-def check_export_path(config: WikiragConfig, out: Path) -> None:
-    """wikirag never writes into the user's notes: an export goes outside the vault (or into its store)."""
+def graph_document(graph: Graph, fmt: str) -> str:
+    """The export's text: GraphML or JSON."""
+    _check_format(fmt)
+    return graphml_document(graph) if fmt == "graphml" else json_document(graph)
+
+
+def _check_format(fmt: str) -> None:
+    if fmt not in {"graphml", "json"}:
+        raise ValueError(f"unknown export format {fmt!r}; use graphml or json")
+
+
+def check_export_path(config: WikiragConfig, out: Path) -> Path:
+    """Where the export is written: `out`, or the file a link at `out` points to (written through, the link
+    kept). wikirag never writes into the user's notes: it goes outside the vault (or into its store); and it
+    replaces only a plain file it may write (not a device such as /dev/full, a pipe or a read-only file)."""
     target, vault = out.resolve(), config.vault.resolve()
     if target.is_relative_to(vault) and not target.is_relative_to(config.store.resolve()):
         raise ExportRefused(f"{out}: inside the vault {config.vault}; wikirag never writes among your notes, "
@@ -118,18 +132,39 @@ def check_export_path(config: WikiragConfig, out: Path) -> None:
         raise ExportRefused(f"{out}: is a folder; give a file name")
     if not target.parent.is_dir():  # said before the graph is read, not as a traceback after
         raise ExportRefused(f"{out}: {out.parent} is not a folder that exists")
+    if target.exists() and not target.is_file():
+        raise ExportRefused(f"{out}: not a plain file (a device, pipe or socket); give a file name, or `-o -` "
+                            "for standard output")
+    if target.is_file() and not os.access(target, os.W_OK):
+        raise ExportRefused(f"{out}: read-only; wikirag does not replace it")
+    return target
 
 
 def export_graph(config: WikiragConfig, out: Path, fmt: str, **engine_kwargs: Any) -> Graph:
-    if fmt not in {"graphml", "json"}:
-        raise ValueError(f"unknown export format {fmt!r}; use graphml or json")
-    check_export_path(config, out)
+    """Write the store's graph to `out` as a whole file (a crash leaves the old one), with the permissions a
+    new file gets here (or those of the file it replaces)."""
+    _check_format(fmt)  # before anything is read
+    target = check_export_path(config, out)
     graph = asyncio.run(read_graph(config, **engine_kwargs))
     try:
-        (write_graphml if fmt == "graphml" else write_json)(graph, out)
+        mode = target.stat().st_mode & 0o7777 if target.exists() else 0o666 & ~_umask()
+        atomic_write_bytes(target, graph_document(graph, fmt).encode("utf-8"), mode=mode)
     except OSError as exc:  # no permission, a full disk: one line naming the file
         raise ExportRefused(f"{out}: cannot write it ({exc.strerror or exc})") from None
     return graph
+
+
+def export_document(config: WikiragConfig, fmt: str, **engine_kwargs: Any) -> tuple[Graph, str]:
+    """The graph and its export text, for `-o -` (standard output)."""
+    _check_format(fmt)
+    graph = asyncio.run(read_graph(config, **engine_kwargs))
+    return graph, graph_document(graph, fmt)
+
+
+def _umask() -> int:
+    mask = os.umask(0)  # the only way to read it; set back at once
+    os.umask(mask)
+    return mask
 
 
 def store_graph_stats(config: WikiragConfig) -> GraphStats | None:

@@ -71,11 +71,14 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def atomic_write_bytes(path: Path, payload: bytes, *, durable: bool = True) -> None:
+def atomic_write_bytes(path: Path, payload: bytes, *, durable: bool = True, mode: int | None = None) -> None:
     """Write a file so that readers and crashes only ever see the old or the new whole content. `durable=False`
-    skips the fsyncs, for a derived file whose loss after a machine crash only costs rebuilding it."""
+    skips the fsyncs, for a derived file whose loss after a machine crash only costs rebuilding it. The file
+    is private to the user (0600) unless `mode` says otherwise."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        if mode is not None:
+            os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as out:
             out.write(payload)
             if durable:
