@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import networkx as nx
 import pytest
 from typer.testing import CliRunner
 
-from tests.storekit import copy_vault, snapshot
+from tests.storekit import HashEmbedding, copy_vault, snapshot
 from wikirag.cli import app
 from wikirag.index.ledger import Ledger
 from wikirag.query.retrieve import DEFAULT_MODE
@@ -280,3 +281,38 @@ def test_a_store_or_config_that_is_the_wrong_kind_of_path_is_one_line(tmp_path):
         assert result.exit_code == 1, (args, result.output)
         assert says in result.output and "Traceback" not in result.output, (args, result.output)
         assert len(result.output.strip().splitlines()) == 1, (args, result.output)
+
+
+def test_ctrl_c_during_index_stops_between_batches_and_a_second_stops_at_once(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+
+    from wikirag.cli.common import stop_between_batches
+    from wikirag.index.run import run_index
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    for i in range(6):
+        (vault / f"N{i}.md").write_text(f"Note {i} links [[N{(i + 1) % 6}]].\n")
+    (vault / "wikirag.toml").write_text("[index]\nbatch_size = 2\n")
+    config = load_config(vault, store=tmp_path / "store")
+    with stop_between_batches() as stop:
+        os.kill(os.getpid(), signal.SIGINT)  # the first Ctrl-C only asks
+        assert stop.is_set()
+        report = run_index(config, embedding_func=HashEmbedding().func(), should_stop=stop.is_set)
+    assert report.interrupted and report.notes_indexed < 6
+    rest = run_index(config, embedding_func=HashEmbedding().func())  # the next run takes the notes not reached
+    assert not rest.interrupted and rest.notes_unchanged + rest.notes_indexed == 6 and rest.notes_indexed
+    # a second Ctrl-C ends the process at once, saying so
+    script = textwrap.dedent("""
+        import os, signal, time
+        from wikirag.cli.common import stop_between_batches
+        with stop_between_batches():
+            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(30)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 130 and "stopped at once" in done.stderr and "stopping after" in done.stderr

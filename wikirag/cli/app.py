@@ -25,6 +25,7 @@ from wikirag.cli.common import (
     build_config,
     fail,
     stderr_console,
+    stop_between_batches,
 )
 from wikirag.errors import WikiragError
 
@@ -128,19 +129,21 @@ def index(
     try:
         config = build_config(vault, store=store, config_file=config_file, exclude=exclude, llm=llm,
                          llm_concurrency=llm_concurrency, route=route)
-        if as_json:
-            report = run_index(config, dry_run=dry_run, rebuild=rebuild, budget_usd=budget, batch=batch,
-                               drop_llm_cache=drop_llm_cache)
-        else:
-            with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                          MofNCompleteColumn(), console=stderr_console(), transient=True) as bar:
-                task = bar.add_task("scanning", total=None)
+        with stop_between_batches() as stop:
+            if as_json:
+                report = run_index(config, dry_run=dry_run, rebuild=rebuild, budget_usd=budget, batch=batch,
+                                   drop_llm_cache=drop_llm_cache, should_stop=stop.is_set)
+            else:
+                with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                              MofNCompleteColumn(), console=stderr_console(), transient=True) as bar:
+                    task = bar.add_task("scanning", total=None)
 
-                def progress(stage: str, done: int, total: int) -> None:
-                    bar.update(task, description=stage, completed=done, total=total)
+                    def progress(stage: str, done: int, total: int) -> None:
+                        bar.update(task, description=stage, completed=done, total=total)
 
-                report = run_index(config, dry_run=dry_run, rebuild=rebuild, progress=progress, budget_usd=budget,
-                                   batch=batch, drop_llm_cache=drop_llm_cache)
+                    report = run_index(config, dry_run=dry_run, rebuild=rebuild, progress=progress,
+                                       budget_usd=budget, batch=batch, drop_llm_cache=drop_llm_cache,
+                                       should_stop=stop.is_set)
     except WikiragError as exc:
         fail(str(exc))
     if as_json:
@@ -150,6 +153,8 @@ def index(
     advice = scale_advice(config.storage, report.notes_total)
     if advice:
         stderr_console().print(advice, markup=False)
+    if report.interrupted:
+        raise typer.Exit(130)  # stopped early, as scripts expect of Ctrl-C; the store is whole
 
 
 @app.command()

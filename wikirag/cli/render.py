@@ -130,6 +130,9 @@ def render_index_report(report: IndexReport, console: Console) -> None:
     parts: list = [table]
     if report.recovered_pending:
         parts += ["", Text("Completed the writes of an interrupted earlier run.", style="yellow")]
+    if report.interrupted:
+        parts += ["", Text("Stopped early (Ctrl-C or SIGTERM) between note batches: the store is whole, and the "
+                           "notes not reached wait for the next `wikirag index`.", style="yellow")]
     parts += _listing("Problems", report.issues)
     parts += _listing("LLM names merged into known entities", report.entity_merges)
     parts += _listing("LLM entities dropped (not in the text)", report.entities_dropped)
