@@ -14,7 +14,16 @@ from tests.storekit import HashEmbedding, indexed_copy
 from wikirag.cli import app
 from wikirag.index.lexical import build_index, tokenize
 from wikirag.query.notes import NoteTable
-from wikirag.query.ranking import FUSION, Fusion, chunk_notes, context_chunk_order, fuse, graph_notes, lexical_notes
+from wikirag.query.ranking import (
+    FUSION,
+    Fusion,
+    chunk_notes,
+    context_chunk_order,
+    fuse,
+    graph_notes,
+    lexical_notes,
+    named_notes,
+)
 from wikirag.query.retrieve import ask
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -168,3 +177,21 @@ def test_benchmark_questions_point_at_existing_notes(name, vault):
         assert item["q"].strip() and item["notes"], item
         for path in item["notes"]:
             assert (vault / path).is_file(), f"{name}: {path}"
+
+
+def test_a_file_name_outranks_another_notes_alias_as_in_obsidian():
+    table = NoteTable({"Collide.md": {"title": "Collide", "aliases": ["Note A"]}, "Note A.md": {"title": "Note A"}})
+    assert table.by_name["note a"] == ["Note A.md", "Collide.md"]
+    assert table.display_name("note a") == "Note A"
+    assert table.notes_named_in("what does note a say") == ["Note A.md", "Collide.md"]
+
+
+def test_a_query_that_is_a_name_points_at_that_note_even_when_its_words_are_common():
+    texts = {"Note.md": "The Note page.", "Note A.md": "The Note A page.", "Note B.md": "The Note B page.",
+             "Other.md": "Another note."}
+    table = NoteTable({p: {"title": p[:-3]} for p in texts})
+    index = build_index([(f"c{i}", p, "", tokenize(t)) for i, (p, t) in enumerate(texts.items())])
+    # "a" is a stopword and "note" is in every note: inside a longer question the name is a topic, not a pointer
+    assert named_notes(table, index, "which note says something about things") == []
+    assert named_notes(table, index, "Note A") == ["Note A.md"]
+    assert named_notes(table, index, "note a?") == ["Note A.md"]

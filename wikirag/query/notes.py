@@ -62,14 +62,20 @@ class NoteTable:
 
     @cached_property
     def by_name(self) -> dict[str, list[str]]:
-        """Folded title / entity / alias / file name -> the notes so named (Obsidian resolves these)."""
-        names: dict[str, list[str]] = {}
+        """Folded title / entity / alias / file name -> the notes so named (Obsidian resolves these). A note
+        whose file name it is comes first, then one whose title or entity it is, then one whose alias it is:
+        Obsidian resolves a link by file name, so `Note A.md` is what "Note A" means even when another note
+        lists it as an alias."""
+        ranked: dict[str, dict[str, int]] = {}
         for path, note in self.notes.items():
             stem = Path(path).stem
-            for name in {stem, note.get("title") or stem, self.entity(path), *note.get("aliases", [])}:
+            named = [(stem, 0), (note.get("title") or stem, 1), (self.entity(path), 1),
+                     *((alias, 2) for alias in note.get("aliases", []))]
+            for name, rank in named:
                 if name:
-                    names.setdefault(fold(name), []).append(path)
-        return names
+                    paths = ranked.setdefault(fold(name), {})
+                    paths[path] = min(rank, paths.get(path, rank))
+        return {name: sorted(paths, key=lambda p: (paths[p], p)) for name, paths in ranked.items()}
 
     @cached_property
     def _automaton(self) -> Any:

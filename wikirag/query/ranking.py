@@ -21,6 +21,7 @@ from itertools import zip_longest
 from typing import TYPE_CHECKING, Any
 
 from wikirag.index.lexical import tokenize
+from wikirag.query.notes import fold
 
 if TYPE_CHECKING:
     from wikirag.index.lexical import LexicalIndex
@@ -131,11 +132,14 @@ def lexical_notes(index: LexicalIndex | None, query: str, fusion: Fusion = FUSIO
 
 def named_notes(notes: NoteTable, index: LexicalIndex | None, query: str, fusion: Fusion = FUSION) -> list[str]:
     """Notes named in the query by a specific name, rarest name first. A title or alias whose words are
-    common in the vault (a note called "Python" in a data wiki) is a topic, not a pointer to that note."""
+    common in the vault (a note called "Python" in a data wiki) is a topic, not a pointer to that note,
+    unless the query is that name and nothing else: someone searching "Note A" means the note."""
     surfaces = notes.names_in(query)
     if index is None or not index.size:
         return notes.notes_named_in(query)
     limit = max(2, fusion.name_share * index.size)
+    whole = fold(query).strip().strip("?!.,;:\"'")
+    out = list(notes.by_name.get(whole, [])) if whole in surfaces else []
 
     def spread(surface: str) -> int:
         ids = [index.term_id(t) for t in tokenize(surface)]
@@ -143,7 +147,6 @@ def named_notes(notes: NoteTable, index: LexicalIndex | None, query: str, fusion
             return 0
         return min(int(index.indptr[i + 1] - index.indptr[i]) for i in ids)
 
-    out: list[str] = []
     for surface in sorted(surfaces, key=spread):
         if spread(surface) <= limit:
             out += [p for p in notes.by_name.get(surface, []) if p not in out]
