@@ -810,3 +810,23 @@ def test_stock_lightrag_reads_anthropics_cache_only_where_it_marks_it(model, van
     assert (vanilla.cached_input_tokens > 0) == vanilla_caches
     assert (vanilla.usd_cached < vanilla.usd) == vanilla_caches
     assert vanilla.usd_cached == pytest.approx(sum(r.vanilla.usd_cached for r in est.notes))
+
+
+def test_cost_estimate_names_the_files_it_left_out(tmp_path):
+    from typer.testing import CliRunner
+
+    from wikirag.cli import app
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Note.md").write_text("A note that links [[Other]] in a sentence of prose.\n")
+    (vault / "packed.md").write_bytes(bytes(range(256)) * 40)  # binary data with a .md name
+    (vault / "utf16.md").write_bytes("text".encode("utf-16"))
+    runner = CliRunner()
+    shown = runner.invoke(app, ["cost-estimate", str(vault)], terminal_width=200)
+    assert shown.exit_code == 0, shown.output
+    assert "Files left out, not priced: 2" in shown.output
+    assert "packed.md: looks binary" in shown.output and "utf16.md: UTF-16" in shown.output
+    data = json.loads(runner.invoke(app, ["cost-estimate", str(vault), "--json"]).output)
+    assert data["note_count"] == 1 and sorted(f.split(":")[0] for f in data["files_skipped"]) == ["packed.md",
+                                                                                              "utf16.md"]

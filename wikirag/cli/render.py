@@ -309,6 +309,9 @@ def render_cost_estimate(estimate: CostEstimate, console: Console, top: int = 10
     routes = estimate.routes
     console.print(f"routes: inject {routes.get('inject', 0):,} · extract {routes.get('extract', 0):,} · "
                   f"skip {routes.get('skip', 0):,}")
+    if estimate.files_skipped:  # said where the bill is read: these are not in it
+        console.print(Group(*_listing("Files left out, not priced",
+                                      estimate.files_skipped)))
     folders = Table(title="By folder", title_justify="left", box=None)
     for column in ("folder", "notes", "inject", "extract", "skip", "wikirag USD", "vanilla USD"):
         folders.add_column(column, justify="left" if column == "folder" else "right")

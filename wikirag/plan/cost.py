@@ -320,6 +320,7 @@ def estimate_for_config(config: Any, values: Mapping[str, Any] | None = None, *,
     estimate = estimate_vault(vault, decisions, settings, memo=memo, texts=texts, gleaning_terms=terms)
     estimate.alternatives = alternatives(vault, config, settings, decisions, body_tokens, figures, memo,
                                          (estimate, terms))
+    estimate.files_skipped = [f"{i.path}: {i.message}" for i in getattr(vault, "issues", []) if i.skipped]
     return estimate
 
 

@@ -102,6 +102,8 @@ class CostEstimate:
     # wikirag's description summaries (LLM configured): in scenarios["wikirag"], made once per record at the end
     # of a run, so in no note's or folder's figures
     summaries: ScenarioCost = field(default_factory=ScenarioCost)
+    # files left out of the vault (too large, binary, unreadable): "path: why", one line each; none is priced
+    files_skipped: list[str] = field(default_factory=list)
 
     def top_notes(self, n: int = 10, scenario: str = "wikirag") -> list[NoteCost]:
         """The `n` most expensive notes in a scenario (by input plus output tokens at list price)."""
