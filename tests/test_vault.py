@@ -65,7 +65,7 @@ def test_nfc_twins_keep_one_and_report_the_other(tmp_path: Path) -> None:
 
 
 def test_missing_vault_raises(tmp_path: Path) -> None:
-    with pytest.raises(VaultNotFound, match="vault folder not found"):
+    with pytest.raises(VaultNotFound, match="no such vault folder"):
         scan_vault(tmp_path / "nope")
     write(tmp_path, "file.md")
     with pytest.raises(VaultNotFound):

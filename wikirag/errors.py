@@ -10,6 +10,16 @@ class WikiragError(Exception):
 class VaultNotFound(WikiragError):
     """The vault folder does not exist or is not a folder."""
 
+    @classmethod
+    def at(cls, root: object) -> VaultNotFound:
+        """The one wording every command uses: a file given as the vault is said to be one."""
+        from pathlib import Path
+
+        path = Path(str(root))
+        if path.exists():
+            return cls(f"{root}: is a file, not a vault folder")
+        return cls(f"{root}: no such vault folder")
+
 
 class ConfigError(WikiragError):
     """A configuration value or file is invalid."""

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from wikirag.errors import VaultNotFound
 from wikirag.index.ledger import Ledger
 from wikirag.index.store_model import adopt_store_embedding
 from wikirag.lightrag.engine import embedding_spec
@@ -47,7 +48,7 @@ def _vault(config: WikiragConfig) -> tuple[Check, Vault | None]:
     from wikirag.vault.model import Vault
 
     if not config.vault.is_dir():
-        return Check("vault", "fail", f"{config.vault}: no such folder"), None
+        return Check("vault", "fail", str(VaultNotFound.at(config.vault))), None
     started = time.perf_counter()
     vault = Vault.load(config.vault, exclude=config.exclude)
     seconds = time.perf_counter() - started

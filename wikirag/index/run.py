@@ -123,7 +123,7 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
     """
     started = time.perf_counter()
     if not config.vault.is_dir():
-        raise VaultNotFound(f"{config.vault}: no such vault folder")
+        raise VaultNotFound.at(config.vault)
     report = IndexReport(str(config.vault), str(config.store), config.workspace, dry_run=dry_run)
     watching = progress is not None  # someone shows progress: price the run for the live line
     progress = progress or (lambda stage, done, total: None)

@@ -130,7 +130,7 @@ def require_vault(config: WikiragConfig) -> None:
     """A watch needs the vault folder to exist when it starts (watch_vault asks; the CLI asks before it shows
     its status line)."""
     if not config.vault.is_dir():
-        raise VaultNotFound(f"{config.vault}: no such vault folder")
+        raise VaultNotFound.at(config.vault)
 
 
 def _folder_identity(path: Path) -> tuple[int, int] | None:

@@ -105,7 +105,7 @@ class Vault:
         on its text, its note's path and the set of paths."""
         root = Path(root)
         if not root.is_dir():
-            raise VaultNotFound(f"vault folder not found: {root}")
+            raise VaultNotFound.at(root)
         rules, issues = IgnoreRules.for_vault(root, exclude)
         vault = cls(root, rules, max_bytes)
         trusted = trusted or {}

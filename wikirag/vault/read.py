@@ -81,7 +81,7 @@ def scan_vault(root: Path, exclude: Sequence[str] = ()) -> ScanResult:
     """
     root = Path(root)
     if not root.is_dir():
-        raise VaultNotFound(f"vault folder not found: {root}")
+        raise VaultNotFound.at(root)
     rules, issues = IgnoreRules.for_vault(root, exclude)
     result = scan_files(root, rules)
     result.issues[:0] = issues
