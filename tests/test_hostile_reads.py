@@ -322,3 +322,19 @@ def test_a_long_note_is_read_in_pages_and_a_hub_s_neighbours_are_capped(vault):
     assert len(capped.links) == 100 and capped.links_total == 3001  # Go and the 3,000 unresolved hubs
     full = _engine_call(vault, "neighbors", "Hub", 1)
     assert capped.links == full.links[:100] and len(full.links) == full.links_total
+
+
+def test_terminal_controls_in_names_and_text_are_shown_not_obeyed(tmp_path, fast_embedding):
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Line\nbreak.md").write_text("A note whose name breaks a table row, about ciphers.\n")
+    (vault / "Bidi.md").write_text("Ciphers \u202eseulav desrever\u202c and a bell \x07 ring.\n")
+    assert invoke("index", str(vault)).exit_code == 0
+    for args in (["search", "ciphers", "--vault", str(vault)], ["stats", str(vault)],
+                 ["query", "ciphers", "--vault", str(vault), "-m", "naive"]):
+        result = invoke(*args)
+        assert result.exit_code == 0, (args, result.output)
+        assert "\u202e" not in result.output and "\x07" not in result.output, args
+        assert "Line\nbreak" not in result.output, args
+    shown = invoke("search", "ciphers", "--vault", str(vault)).output
+    assert "Line\\x0abreak.md" in shown and "\\u202e" in shown

@@ -9,7 +9,7 @@ from rich.console import Console, Group
 from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
-from rich.text import Text
+from rich.text import Text as RichText
 
 if TYPE_CHECKING:  # annotations only: a command loads just what it renders
     from wikirag.cli.doctor import DoctorReport
@@ -23,6 +23,24 @@ if TYPE_CHECKING:  # annotations only: a command loads just what it renders
     from wikirag.vault.stats import VaultStats
 
 LIST_LIMIT = 10  # rows shown per list; --json has them all
+
+# Characters a terminal obeys rather than shows: C0 and C1 controls, DEL, and the bidirectional embeddings,
+# overrides and isolates (U+202E in a note reversed the rest of its line; a newline in a file name broke a
+# table row). Shown as escapes; newlines in a passage are kept, newlines in a name are not.
+_OBEYED = {c: f"\\x{c:02x}" for c in [*range(0x20), *range(0x7F, 0xA0)]}
+_OBEYED.update({c: f"\\u{c:04x}" for c in [*range(0x202A, 0x202F), *range(0x2066, 0x206A)]})
+_OBEYED_IN_BLOCK = {c: v for c, v in _OBEYED.items() if chr(c) not in "\n\t"}
+
+
+def shown(text: str, *, block: bool = False) -> str:
+    """`text` as the terminal should show it: controls escaped (newlines and tabs kept in a `block`)."""
+    return text.translate(_OBEYED_IN_BLOCK if block else _OBEYED)
+
+
+def Text(text: str = "", *args: object, **kwargs: object) -> RichText:  # noqa: N802  (stands in for rich's Text)
+    """rich's Text of one line a vault has a say in (a name, a path, a problem): never console markup,
+    controls shown, not obeyed. A passage keeps its newlines: RichText(shown(text, block=True))."""
+    return RichText(shown(text), *args, **kwargs)  # type: ignore[arg-type]
 
 
 def issue_line(issue: ReadIssue) -> str:
@@ -201,7 +219,8 @@ def _render_context(result: QueryResult, console: Console) -> None:
         text = chunk.get("content", "")
         if len(text) > 600:
             text = text[:600].rsplit(" ", 1)[0] + " …"
-        console.print(Panel(Text(text), title=Text(f"{rank}. {chunk.get('file_path', '')}"), title_align="left",
+        passage = RichText(shown(text, block=True))  # a passage keeps its lines
+        console.print(Panel(passage, title=Text(f"{rank}. {chunk.get('file_path', '')}"), title_align="left",
                             expand=False))
     if len(result.chunks) > 5:
         console.print(Text(f"… and {len(result.chunks) - 5} more chunks (see --json)", style="dim"))
@@ -343,11 +362,13 @@ def render_search_result(result: SearchResult, console: Console | None = None) -
         if crumbs and crumbs[0] == hit.title:  # the breadcrumb opens with the title shown before it
             crumbs = crumbs[1:]
         where = "".join(f" › {c}" for c in crumbs)
-        console.print(Text.assemble((f"{rank:>2}. ", "bold"), (hit.title, "bold cyan"), (where, "cyan"),
-                                    (f"  {hit.path}", "dim"), (f"  [{', '.join(hit.matched_by)}]", "dim")))
+        console.print(RichText.assemble((f"{rank:>2}. ", "bold"), (shown(hit.title), "bold cyan"),
+                                        (shown(where), "cyan"), (f"  {shown(hit.path)}", "dim"),
+                                        (f"  [{', '.join(hit.matched_by)}]", "dim")))
         for passage in hit.passages:  # indented on every wrapped line, not only the first
-            console.print(Text(_indented(" ".join(passage.split()), console.width)), overflow="fold")
-        console.print(Text(_indented(hit.obsidian_uri, console.width), style="dim"), overflow="fold")
+            lines = _indented(shown(" ".join(passage.split())), console.width)
+            console.print(RichText(lines), overflow="fold")
+        console.print(RichText(_indented(hit.obsidian_uri, console.width), style="dim"), overflow="fold")
 
 
 def _indented(text: str, width: int) -> str:

@@ -18,6 +18,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import zip_longest
+from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
 from wikirag.index.lexical import tokenize
@@ -133,13 +134,14 @@ def lexical_notes(index: LexicalIndex | None, query: str, fusion: Fusion = FUSIO
 def named_notes(notes: NoteTable, index: LexicalIndex | None, query: str, fusion: Fusion = FUSION) -> list[str]:
     """Notes named in the query by a specific name, rarest name first. A title or alias whose words are
     common in the vault (a note called "Python" in a data wiki) is a topic, not a pointer to that note,
-    unless the query is that name and nothing else: someone searching "Note A" means the note."""
+    unless the query is a note's title or file name and nothing else: someone searching "Note A" means the
+    note (an alias stays a name like any other: "Turing", written in many notes, is a topic)."""
     surfaces = notes.names_in(query)
     if index is None or not index.size:
         return notes.notes_named_in(query)
     limit = max(2, fusion.name_share * index.size)
     whole = fold(query).strip().strip("?!.,;:\"'")
-    out = list(notes.by_name.get(whole, [])) if whole in surfaces else []
+    out = [p for p in notes.by_name.get(whole, []) if whole in (fold(notes.title(p)), fold(PurePath(p).stem))]
 
     def spread(surface: str) -> int:
         ids = [index.term_id(t) for t in tokenize(surface)]
