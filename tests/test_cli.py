@@ -316,3 +316,15 @@ def test_ctrl_c_during_index_stops_between_batches_and_a_second_stops_at_once(tm
     """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 130 and "stopped at once" in done.stderr and "stopping after" in done.stderr
+
+
+def test_modes_are_read_whatever_their_case(tmp_path, fast_embedding):
+    vault = copy_vault(Path(__file__).resolve().parent.parent / "sample_vault", tmp_path / "vault")
+    runner = CliRunner()
+    assert runner.invoke(app, ["index", str(vault)]).exit_code == 0
+    upper = runner.invoke(app, ["search", "Enigma", "--vault", str(vault), "-m", "LEXICAL", "--json"])
+    lower = runner.invoke(app, ["search", "Enigma", "--vault", str(vault), "-m", "lexical", "--json"])
+    assert upper.exit_code == 0, upper.output
+    assert json.loads(upper.output)["hits"] == json.loads(lower.output)["hits"]
+    mixed = runner.invoke(app, ["query", "Who broke Enigma?", "--vault", str(vault), "-m", "Mix", "--json"])
+    assert mixed.exit_code == 0 and json.loads(mixed.output)["mode"] == "mix", mixed.output

@@ -45,9 +45,11 @@ def search(
     from wikirag.query.engine import WarmEngine
     from wikirag.query.retrieve import find_vault
 
+    chosen = mode.strip().lower()
+
     async def run() -> object:
-        async with WarmEngine(config, graph=mode not in ("naive", "lexical")) as engine:
-            return await engine.search(text, limit=limit, mode=mode)
+        async with WarmEngine(config, graph=chosen not in ("naive", "lexical")) as engine:
+            return await engine.search(text, limit=limit, mode=chosen)
 
     try:
         root = (vault.expanduser() if vault else None) or find_vault(Path.cwd())

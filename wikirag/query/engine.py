@@ -138,7 +138,7 @@ class WarmEngine:
 
     # --- reading ---
     async def search(self, query: str, limit: int = 10, mode: str = "naive") -> SearchResult:
-        notes = self.notes
+        notes, mode = self.notes, mode.strip().lower()
         if not self.graph and mode not in ("naive", "lexical"):
             raise QueryFailed(f"this engine was opened without the graph; mode {mode!r} needs it")
         rag = None if mode == "lexical" else await self.rag()

@@ -166,6 +166,7 @@ async def query_store(
     modes the notes owning its entities) fused with BM25 and the names in the question (query.ranking).
     An LLM answer in naive, mix and local mode also reads what BM25 finds (`_fused_context`); the global and
     hybrid context is LightRAG's. `fusion=False` keeps LightRAG's own source order and context."""
+    mode = mode.strip().lower()  # `-m MIX` is `-m mix`
     if mode not in MODES:
         raise QueryFailed(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
     question = as_question(question)

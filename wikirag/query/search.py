@@ -104,6 +104,7 @@ def read_note_text(vault: Path, path: str) -> str:
 async def search_notes(config: WikiragConfig, query: str, *, notes: NoteTable, lexical: LexicalIndex | None,
                        limit: int = 10, mode: str = "naive", rag: Any = None, **engine_kwargs: Any) -> SearchResult:
     """Fuse names, BM25 and LightRAG retrieval; `rag` is an open engine (one is opened when None)."""
+    mode = mode.strip().lower()  # `-m Hybrid` is `-m hybrid`
     if mode not in SEARCH_MODES:
         raise QueryFailed(f"unknown search mode {mode!r}; choose one of {', '.join(SEARCH_MODES)}")
     query = as_question(query)
