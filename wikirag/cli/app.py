@@ -134,8 +134,10 @@ def index(
                 report = run_index(config, dry_run=dry_run, rebuild=rebuild, budget_usd=budget, batch=batch,
                                    drop_llm_cache=drop_llm_cache, should_stop=stop.is_set)
             else:
+                console = stderr_console()
                 with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                              MofNCompleteColumn(), console=stderr_console(), transient=True) as bar:
+                              MofNCompleteColumn(), console=console, transient=True,
+                              disable=not console.is_terminal) as bar:  # no stray blank line in a log
                     task = bar.add_task("scanning", total=None)
 
                     def progress(stage: str, done: int, total: int) -> None:
