@@ -244,7 +244,8 @@ def watch(
     import asyncio
 
     from wikirag.cli.render import watch_lines, watch_status
-    from wikirag.index.watch import require_vault, stop_on_signals, watch_vault
+    from wikirag.index.signals import stop_on_signals
+    from wikirag.index.watch import require_vault, watch_vault
 
     try:
         config = build_config(vault, store=store, config_file=config_file, exclude=exclude, llm=llm)

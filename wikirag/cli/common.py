@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import sys
 import threading
 from collections.abc import Iterator
@@ -104,28 +103,21 @@ def stop_between_batches() -> Iterator[threading.Event]:
     """Ctrl-C (or SIGTERM) during `index`: the first asks the run to stop after the note batch in flight, where
     the store and its ledger agree; a second ends the process at once, which the write-ahead ledger survives
     as it does a kill (the next run completes the writes). Before, a second Ctrl-C could leave the process
-    waiting for ever on tasks LightRAG never let finish. Only the main thread may set signal handlers."""
-    stop = threading.Event()
-    if threading.current_thread() is not threading.main_thread():
-        yield stop
-        return
+    waiting for ever on tasks LightRAG never let finish."""
+    from wikirag.index.signals import stop_on_signals
 
-    def handle(signum: int, frame: object) -> None:
-        if stop.is_set():
-            sys.stderr.write("\nstopped at once; the next `wikirag index` completes this run's writes\n")
-            sys.stderr.flush()
-            embedded = sys.modules.get("wikirag.storage.embedded")
-            if embedded is not None:
-                with contextlib.suppress(Exception):
-                    embedded.leave_all()  # the private server stops when no other process uses it
-            os._exit(130)
-        stop.set()
+    def first() -> None:
         sys.stderr.write("\nstopping after the notes in progress (Ctrl-C again to stop at once)\n")
         sys.stderr.flush()
 
-    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
+    def again() -> None:
+        sys.stderr.write("\nstopped at once; the next `wikirag index` completes this run's writes\n")
+        sys.stderr.flush()
+        embedded = sys.modules.get("wikirag.storage.embedded")
+        if embedded is not None:
+            with contextlib.suppress(Exception):
+                embedded.leave_all()  # the private server stops when no other process uses it
+        os._exit(130)
+
+    with stop_on_signals(again=again, first=first) as stop:
         yield stop
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)

@@ -13,14 +13,12 @@ touching 500 notes becomes one batch.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 import logging
 import os
-import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -305,28 +303,6 @@ def _failed_batch(batch: int, paths: set[str], exc: BaseException, seconds: floa
                        entities_written=0, entities_deleted=0, relations_written=0, relations_deleted=0,
                        chunks_written=0, chunks_deleted=0, entities=0, relations=0, seconds=round(seconds, 3),
                        error=redact(message))
-
-
-@contextlib.contextmanager
-def stop_on_signals() -> Iterator[threading.Event]:
-    """An event set by SIGTERM (systemd, launchd, Docker, supervisors) and SIGINT, so `watch` finishes the
-    batch in flight (or stops between its note batches), releases its lock and exits cleanly. SIGINT is
-    handled too because a shell starts background jobs with SIGINT ignored, and Ctrl-C must still work in a
-    terminal. Only the main thread may set signal handlers; elsewhere the event is returned untouched."""
-    stop = threading.Event()
-    if threading.current_thread() is not threading.main_thread():
-        yield stop
-        return
-
-    def handle(signum: int, frame: object) -> None:
-        stop.set()
-
-    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield stop
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def _batch_report(batch: int, paths: set[str], report: IndexReport, seconds: float) -> BatchReport:
