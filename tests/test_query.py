@@ -256,3 +256,11 @@ def test_a_chunk_order_leaves_hits_without_ids_as_they_are():
             return await rag.chunks_vdb.query("q", top_k=5), await rag.entities_vdb.query("q", top_k=5)
 
     assert asyncio.run(go()) == (hits, hits)
+
+
+def test_a_pasted_book_is_not_a_question(store):
+    from wikirag.query.retrieve import MAX_QUESTION_CHARS
+
+    with pytest.raises(QueryFailed, match="characters long"):
+        ask(store, "Enigma " * (MAX_QUESTION_CHARS // 7 + 1))
+    assert ask(store, "Who designed the Bombe? " + "Context. " * 500).sources  # a long question is fine

@@ -195,3 +195,34 @@ def test_a_query_that_is_a_name_points_at_that_note_even_when_its_words_are_comm
     assert named_notes(table, index, "which note says something about things") == []
     assert named_notes(table, index, "Note A") == ["Note A.md"]
     assert named_notes(table, index, "note a?") == ["Note A.md"]
+
+
+def _names_in_by_the_rule(table: NoteTable, text: str) -> list[str]:
+    """What names_in promises, spelt out: every name found at word boundaries, longest first, less any name
+    lying inside a longer one found where it is."""
+    import re
+
+    folded, found = text.casefold(), []
+    for surface in table.by_name:
+        for m in re.finditer(rf"(?<!\w){re.escape(surface)}(?!\w)", folded):
+            found.append((m.start(), m.end(), surface))
+    found.sort(key=lambda s: (-(s[1] - s[0]), s[0]))
+    kept: list[tuple[int, int, str]] = []
+    for span in found:
+        if not any(k[0] <= span[0] and span[1] <= k[1] for k in kept):
+            kept.append(span)
+    return list(dict.fromkeys(s[2] for s in kept))
+
+
+def test_names_in_keeps_the_longest_names_and_drops_the_ones_inside_them():
+    import random
+
+    names = ["Alan Turing", "Turing", "Bletchley Park", "Park", "Enigma", "Enigma machine", "machine code", "code",
+             "Al-Kindi", "Kindi"]
+    table = NoteTable({f"{n}.md": {"title": n} for n in names})
+    words = ["alan", "turing", "bletchley", "park", "enigma", "machine", "code", "al-kindi", "kindi", "the", "of"]
+    rng = random.Random(3)
+    for _ in range(2000):
+        text = " ".join(rng.choice(words) for _ in range(rng.randint(1, 14)))
+        assert table.names_in(text) == _names_in_by_the_rule(table, text), text
+    assert table.names_in("Enigma " * 20_000) == ["enigma"]  # a name said 20,000 times (this was quadratic)

@@ -111,11 +111,22 @@ class NoteTable:
                 continue
             spans.append((start, end + 1, surface))
         spans.sort(key=lambda s: (-(s[1] - s[0]), s[0]))
-        kept: list[tuple[int, int, str]] = []
-        for span in spans:
-            if not any(k[0] <= span[0] and span[1] <= k[1] for k in kept):
-                kept.append(span)
-        return list(dict.fromkeys(s[2] for s in kept))
+        # A span is dropped when a kept one starts at or before it and ends at or after it: the furthest end
+        # of the kept spans starting at or before each position, as a Fenwick tree of prefix maxima (a list of
+        # kept spans scanned per span took 12 s for a question naming one note 8,000 times).
+        furthest = [-1] * (len(folded) + 2)
+        kept: dict[str, None] = {}
+        for start, end, surface in spans:
+            reach, i = -1, start + 1
+            while i > 0:
+                reach, i = max(reach, furthest[i]), i - (i & -i)
+            if reach >= end:
+                continue
+            kept[surface] = None
+            i = start + 1
+            while i < len(furthest):
+                furthest[i], i = max(furthest[i], end), i + (i & -i)
+        return list(kept)
 
     def display_name(self, surface: str) -> str:
         """The entity name a folded surface stands for (LightRAG's names keep their case)."""

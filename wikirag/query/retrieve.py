@@ -68,6 +68,9 @@ class QueryResult:
     sources: list[Source] = field(default_factory=list)
 
 
+MAX_QUESTION_CHARS = 8_000  # about 1,400 words: a question with a paragraph of context fits
+
+
 def find_vault(start: Path, environ: dict[str, str] | None = None) -> Path:
     """The vault whose store holds `start`, looking upwards like git does; WIKIRAG_VAULT wins."""
     env = os.environ if environ is None else environ
@@ -172,6 +175,9 @@ async def query_store(
     question = as_question(question)
     if not question.strip():
         raise QueryFailed("the question is empty")
+    if len(question) > MAX_QUESTION_CHARS:  # LightRAG embeds it whole, and its keywords: 37 s for 700 KB
+        raise QueryFailed(f"the question is {len(question):,} characters long; at most {MAX_QUESTION_CHARS:,} "
+                          "are read (ask about a note instead of pasting it, or use `wikirag search`)")
     # without an open store: check there is one, and embed the question with the store's own model
     if rag is None and adopt_store_embedding(config) is None:
         raise StoreNotFound(f"{config.workspace_dir}: no index here; run `wikirag index {config.vault}` first")
