@@ -265,6 +265,10 @@ def test_redact(monkeypatch):
         assert secret not in out
     assert "Incorrect API key provided" in out and "&alt=json" in out
     assert redact("nothing to hide: 429 Too Many Requests") == "nothing to hide: 429 Too Many Requests"
+    # a base URL's user:password: sent as Basic auth, which a server may echo; and the URL itself
+    echoed = redact("401 - Incorrect API key provided: Basic dXNlcjpwdy1MRUFLQ0hFQ0s=. See http://user:pw-x@h:9/v1")
+    assert "dXNlcjpwdy1MRUFLQ0hFQ0s" not in echoed and "pw-x" not in echoed and "http://[redacted]@h:9/v1" in echoed
+    assert redact("Basic settings stay readable") == "Basic settings stay readable"
 
 
 def test_reprs_hold_no_key(monkeypatch):

@@ -11,6 +11,9 @@ import re
 _KEY_PATTERNS = [
     re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}"),  # OpenAI sk-/sk-proj-, Anthropic sk-ant-
     re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9_\-.=:/+]{8,}"),
+    # HTTP Basic credentials (a base URL's user:password, which the client sends and a server may echo)
+    re.compile(r"\b(Basic\s+)(?=[A-Za-z0-9+/]*[0-9+/=])[A-Za-z0-9+/]{8,}={0,2}"),
+    re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]*://)[^\s/@]+(?=@)"),  # userinfo in a URL
     re.compile(r"(?i)((?:x-api-key|api[_-]?key|authorization)[\"']?\s*[:=]\s*[\"']?)[^\s\"',}&]{8,}"),
     re.compile(r"(?i)([?&](?:api[_-]?)?key=)[^&\s\"']+"),
 ]
