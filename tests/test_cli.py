@@ -328,3 +328,23 @@ def test_modes_are_read_whatever_their_case(tmp_path, fast_embedding):
     assert json.loads(upper.output)["hits"] == json.loads(lower.output)["hits"]
     mixed = runner.invoke(app, ["query", "Who broke Enigma?", "--vault", str(vault), "-m", "Mix", "--json"])
     assert mixed.exit_code == 0 and json.loads(mixed.output)["mode"] == "mix", mixed.output
+
+
+@pytest.mark.parametrize(("toml", "says"), [
+    ("[embedding]\ndim = 0\n", "[embedding] dim = 0: must be at least 1"),
+    ("[index]\nencoding = \"bogus\"\n", "[index] encoding = 'bogus': use one of"),
+    ("[index]\nchunk_token_size = 400.5\n", "expected a whole number"),
+])
+def test_settings_that_would_fail_mid_run_are_refused_at_the_start(tmp_path, toml, says):
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Note.md").write_text("A note.\n")
+    (tmp_path / "c.toml").write_text(toml)
+    result = CliRunner().invoke(app, ["index", str(vault), "--config", str(tmp_path / "c.toml")])
+    assert result.exit_code == 1 and says in result.output and "Traceback" not in result.output, result.output
+    assert not (vault / ".wikirag").exists()
+
+
+def test_a_whole_number_written_as_a_float_is_that_number(tmp_path):
+    (tmp_path / "c.toml").write_text("[index]\nchunk_token_size = 400.0\n")
+    assert load_config(tmp_path, config_file=tmp_path / "c.toml").index.chunk_token_size == 400

@@ -215,7 +215,8 @@ def test_parse_llm_spec_errors(spec, message):
 @pytest.mark.parametrize("field, value, message", [
     ("concurrency", -1, "concurrency must be at least 1"),
     ("timeout_s", 0.0, "timeout_s must be positive"),
-    ("max_retries", -1, "max_retries must be 0 or more"),
+    ("max_retries", -1, "max_retries must be from 0 to 20"),
+    ("max_retries", 1_000_000, "max_retries must be from 0 to 20"),
 ])
 def test_bad_settings_are_config_errors(field, value, message):
     with pytest.raises(ConfigError, match=message):

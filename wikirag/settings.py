@@ -220,8 +220,16 @@ def check_store_location(vault: Path, store: Path, workspace: str, origin: str, 
                           "a folder inside it (use --store or WIKIRAG_STORE for another place)")
 
 
+TOKEN_ENCODINGS = ("o200k_base", "cl100k_base")  # the tiktoken tables wikirag ships (lightrag.tokens)
+
+
 def _coerce(value: Any, current: Any, key: str) -> Any:
-    """Turn env/flag strings into the type of the default they replace."""
+    """Turn env/flag strings into the type of the default they replace (and a TOML 400.0 where a whole number
+    goes into that number; 400.5 or inf is refused)."""
+    if isinstance(current, int) and not isinstance(current, bool) and isinstance(value, float):
+        if not value.is_integer():
+            raise ConfigError(f"{key}: expected a whole number, got {value!r}")
+        return int(value)
     if not isinstance(value, str):
         return value
     if isinstance(current, bool):
@@ -333,6 +341,11 @@ def load_config(
         value, least = getattr(index, key), 1 if key == "batch_size" else 0
         if value < least:
             raise ConfigError(f"[index] {key} = {value}: must be at least {least}")
+    if index.encoding not in TOKEN_ENCODINGS:
+        raise ConfigError(f"[index] encoding = {index.encoding!r}: use one of {', '.join(TOKEN_ENCODINGS)}")
+    if sections["embedding"].dim < 1:  # 0 made LightRAG's vector store divide by zero and the run hang
+        raise ConfigError(f"[embedding] dim = {sections['embedding'].dim}: must be at least 1 (the model's "
+                          "vector size, 384 for the local model)")
     return WikiragConfig(
         vault=vault,
         store=store_path,

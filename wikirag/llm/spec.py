@@ -32,6 +32,8 @@ KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "ollama
 PLACEHOLDER_KEY = "not-needed"
 
 
+MAX_RETRIES = 20  # with the backoff's 30 s cap, about ten minutes for one failing call
+
 def parse_llm_spec(spec: str) -> tuple[str, str]:
     """`"openai:gpt-4o-mini"` -> `("openai", "gpt-4o-mini")`. The model may itself contain colons
     (`ollama:qwen2.5:7b`). Named OpenAI-compatible servers (vllm, llamacpp, lmstudio) are accepted as
@@ -68,8 +70,8 @@ def provider_target(settings: LLMSettings) -> _Target:
                           f"got {settings.concurrency}")
     if settings.timeout_s <= 0:
         raise ConfigError(f"[llm] timeout_s must be positive, got {settings.timeout_s}")
-    if settings.max_retries < 0:
-        raise ConfigError(f"[llm] max_retries must be 0 or more, got {settings.max_retries}")
+    if not 0 <= settings.max_retries <= MAX_RETRIES:  # a million retries kept a stopped run asking for hours
+        raise ConfigError(f"[llm] max_retries must be from 0 to {MAX_RETRIES}, got {settings.max_retries}")
     return _Target(provider=provider, model=model, base_url=base_url, named=named)
 
 
