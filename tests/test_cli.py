@@ -276,6 +276,7 @@ def test_a_store_or_config_that_is_the_wrong_kind_of_path_is_one_line(tmp_path):
         (["index", str(vault), "--config", str(tmp_path)], "the config is a folder, not a TOML file"),
         (["search", "note", "--vault", str(vault), "--config", str(tmp_path)], "the config is a folder"),
         (["watch", str(tmp_path / "missing"), "--store", str(tmp_path / "s")], "no such vault folder"),
+        (["index", str(vault), "--store", str(a_file / "sub")], "cannot make the store folder (Not a directory)"),
     ]:
         result = runner.invoke(app, args)
         assert result.exit_code == 1, (args, result.output)

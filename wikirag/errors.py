@@ -7,6 +7,10 @@ class WikiragError(Exception):
     """Base class for every error wikirag raises on purpose."""
 
 
+class StoreUnusable(WikiragError):
+    """The store folder cannot be made or written where the settings put it."""
+
+
 class VaultNotFound(WikiragError):
     """The vault folder does not exist or is not a folder."""
 

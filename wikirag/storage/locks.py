@@ -8,7 +8,7 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from wikirag.errors import StoreLocked
+from wikirag.errors import StoreLocked, StoreUnusable
 from wikirag.storage.fs import LOCK_FILENAME
 from wikirag.storage.postgres import connect
 from wikirag.storage.settings import StorageSettings
@@ -20,7 +20,10 @@ class FileWriterLock:
     def __init__(self, workspace_dir: Path) -> None:
         from filelock import FileLock
 
-        Path(workspace_dir).mkdir(parents=True, exist_ok=True)
+        try:
+            Path(workspace_dir).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a file in the way, a read-only place, a name too long: one line, not a traceback
+            raise StoreUnusable(f"{workspace_dir}: cannot make the store folder ({exc.strerror or exc})") from None
         self._path = Path(workspace_dir) / LOCK_FILENAME
         self._lock = FileLock(str(self._path), timeout=0)
 
