@@ -153,3 +153,17 @@ async def test_watch_keeps_the_served_index_following_the_vault(tmp_path):
                 r = await session.call_tool("search", {"query": "xylophonic", "mode": "lexical"})
                 found = [h["path"] for h in r.structured_content["hits"]]
         assert found == ["Alpha.md"]
+
+
+def test_mcp_watch_beside_another_writer_is_one_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from wikirag.cli import app
+    from wikirag.index.run import StoreLock
+
+    vault = copy_vault(Path(__file__).resolve().parent.parent / "sample_vault", tmp_path / "vault")
+    config = load_config(vault, store=tmp_path / "store")
+    with StoreLock(config):  # an `index` or `watch` writing the store
+        result = CliRunner().invoke(app, ["mcp", str(vault), "--store", str(tmp_path / "store"), "--watch"])
+    assert result.exit_code == 1 and "another wikirag process" in result.output, result.output
+    assert len(result.output.strip().splitlines()) == 1 and "Traceback" not in result.output

@@ -109,6 +109,11 @@ def mcp(
             if not ledger_store(config.storage, config.workspace_dir, config.workspace).exists():
                 fail(f"{config.workspace_dir}: no index here; run `wikirag index {config.vault}` first "
                      "(or start with --watch to index while serving)")
+        else:  # another writer (index, watch, mcp --watch): said now in one line, not from inside the server
+            from wikirag.index.run import StoreLock
+
+            with StoreLock(config):
+                pass
         from wikirag.cli.mcp_server import serve_stdio
 
         serve_stdio(config, watch=watch, llm_func=llm_func)
