@@ -118,6 +118,15 @@ def test_a_vault_folder_removed_and_made_again_is_followed(vault, tmp_path):
     assert snapshot(watcher.config) == fresh_snapshot(vault, tmp_path / "fresh")
 
 
+def test_a_vault_given_as_a_relative_path_is_watched_in_its_subfolders(vault, tmp_path, monkeypatch):
+    monkeypatch.chdir(vault)
+    with Watcher(Path("."), tmp_path / "store") as watcher:
+        (vault / "people" / "Ada Lovelace.md").write_text("Ada, in a subfolder; see [[Alan Turing]].\n")
+        watcher.settle()
+        assert any(b.notes_new for b in watcher.batches), watcher.batches
+    assert snapshot(watcher.config) == fresh_snapshot(vault, tmp_path / "fresh")
+
+
 def test_a_burst_of_500_files_is_coalesced(tmp_path):
     vault = tmp_path / "vault"
     vault.mkdir()

@@ -259,7 +259,8 @@ def watch(
                                         stop=stop))
             else:
                 console = Console(stderr=True)
-                with Live(watch_status(None, str(vault), 0), console=console, refresh_per_second=4) as live:
+                with Live(watch_status(None, str(vault), 0), console=console, refresh_per_second=4,
+                          transient=True) as live:  # the status line goes when watch stops
                     asyncio.run(watch_vault(
                         config, quiet_seconds=quiet_seconds, stop=stop,
                         on_initial=lambda r: console.print(f"indexed {r.notes_indexed} of {r.notes_total} notes "

@@ -176,7 +176,9 @@ async def watch_vault(
         # missed: those events simply make the first batch re-read the files.
         collector = _EventCollector(config.vault, config.store)
         observer = Observer()
-        observer.schedule(collector, str(config.vault), recursive=True)
+        # The absolute path: watchdog's inotify tree dropped every subfolder of a relative root such as "."
+        # ("Path b'./people' is not under watched root b'.'"), so `wikirag watch .` missed their saves.
+        observer.schedule(collector, str(config.vault.resolve()), recursive=True)
         observer.start()
         root = _folder_identity(config.vault)
         try:
@@ -219,7 +221,7 @@ async def watch_vault(
                         # come round again, hence root_lost). Watch the new one and read it whole.
                         collector.root_lost = False
                         observer.unschedule_all()
-                        observer.schedule(collector, str(config.vault), recursive=True)
+                        observer.schedule(collector, str(config.vault.resolve()), recursive=True)
                         root, rescan = now, True
                     paths = collector.drain_if_quiet(quiet_seconds)
                     if not paths and not retry.due() and not failures.due() and not rescan:
