@@ -167,3 +167,17 @@ def test_mcp_watch_beside_another_writer_is_one_line(tmp_path):
         result = CliRunner().invoke(app, ["mcp", str(vault), "--store", str(tmp_path / "store"), "--watch"])
     assert result.exit_code == 1 and "another wikirag process" in result.output, result.output
     assert len(result.output.strip().splitlines()) == 1 and "Traceback" not in result.output
+
+
+def test_mcp_watch_logs_what_each_batch_did(capsys):
+    from wikirag.cli.mcp_server import _log_batch
+    from wikirag.index.watch import BatchReport
+
+    counts = dict(paths_touched=20, notes_changed=1, notes_deleted=0, notes_new=19, entities_written=0,
+                  entities_deleted=0, relations_written=0, relations_deleted=0, chunks_written=0, chunks_deleted=0,
+                  entities=0, relations=0, seconds=0.1)
+    _log_batch(BatchReport(batch=3, **counts, issues=["a.md: 2 NUL bytes removed"]))
+    _log_batch(BatchReport(batch=4, **counts, error="OSError: disk full"))
+    assert capsys.readouterr().err.splitlines() == [
+        "wikirag watch: batch 3: +19 new ~1 changed -0 deleted", "wikirag watch: a.md: 2 NUL bytes removed",
+        "wikirag watch: batch 4 failed, retrying with backoff: OSError: disk full"]

@@ -229,7 +229,14 @@ def build_server(config: WikiragConfig, *, watch: bool = False, llm_func: Any = 
 
 
 def _log_batch(batch: Any) -> None:
-    print(f"wikirag watch: {getattr(batch, 'notes_changed', '?')} notes re-indexed", file=sys.stderr)
+    """One stderr line per watch batch (stdout is the protocol's): what changed, or why it failed."""
+    if batch.error:
+        print(f"wikirag watch: batch {batch.batch} failed, retrying with backoff: {batch.error}", file=sys.stderr)
+        return
+    print(f"wikirag watch: batch {batch.batch}: +{batch.notes_new} new ~{batch.notes_changed} changed "
+          f"-{batch.notes_deleted} deleted", file=sys.stderr)
+    for issue in batch.issues:
+        print(f"wikirag watch: {issue}", file=sys.stderr)
 
 
 def serve_stdio(config: WikiragConfig, *, watch: bool = False, llm_func: Any = None) -> None:
