@@ -150,8 +150,9 @@ def build_server(config: WikiragConfig, *, watch: bool = False, llm_func: Any = 
         """wikirag's one-line errors reach the model as tool errors, not as a crash of the server."""
         try:
             yield
-        except WikiragError as exc:
-            raise ToolError(str(exc)) from None
+        except WikiragError as exc:  # at most 1,000 characters: a message naming a 1 MB argument echoed it whole
+            message = str(exc)
+            raise ToolError(message if len(message) <= 1000 else message[:1000] + " …") from None
 
     @server.tool(annotations=READ_ONLY)
     async def search(
