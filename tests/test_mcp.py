@@ -126,6 +126,9 @@ async def test_every_tool_over_stdio(built_vault):
             r = await session.call_tool(name, args)
             assert r.is_error, (name, args)
             assert needle in r.content[0].text, r.content[0].text
+        huge = await session.call_tool("get_note", {"path_or_title": "y" * 200_000})
+        assert huge.is_error and "no note named" in huge.content[0].text
+        assert len(huge.content[0].text) < 2_000  # the name is not echoed whole
         r = await session.call_tool("status", {})
         assert not r.is_error
 
