@@ -317,6 +317,11 @@ def test_ctrl_c_during_index_stops_between_batches_and_a_second_stops_at_once(tm
     """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 130 and "stopped at once" in done.stderr and "stopping after" in done.stderr
+    # SIGTERM (a supervisor, `timeout`) stops at once: its grace period is seconds, a batch may take minutes
+    terminated = script.replace("signal.SIGINT)\n    os.kill(os.getpid(), signal.SIGINT)", "signal.SIGTERM)")
+    assert terminated.count("SIGTERM") == 1
+    termed = subprocess.run([sys.executable, "-c", terminated], capture_output=True, text=True, timeout=60)
+    assert termed.returncode == 143 and "stopped at once" in termed.stderr, termed.stderr
 
 
 def test_modes_are_read_whatever_their_case(tmp_path, fast_embedding):

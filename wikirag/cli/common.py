@@ -100,24 +100,30 @@ def stderr_console() -> Console:
 
 @contextlib.contextmanager
 def stop_between_batches() -> Iterator[threading.Event]:
-    """Ctrl-C (or SIGTERM) during `index`: the first asks the run to stop after the note batch in flight, where
-    the store and its ledger agree; a second ends the process at once, which the write-ahead ledger survives
-    as it does a kill (the next run completes the writes). Before, a second Ctrl-C could leave the process
-    waiting for ever on tasks LightRAG never let finish."""
+    """Ctrl-C during `index`: the first asks the run to stop after the note batch in flight, where the store
+    and its ledger agree; a second ends the process at once, which the write-ahead ledger survives as it does
+    a kill (the next run completes the writes). Before, a second Ctrl-C could leave the process waiting for
+    ever on tasks LightRAG never let finish. SIGTERM (systemd, `docker stop`, `timeout`) ends it at once too:
+    a supervisor gives a few seconds, and a batch in flight (500 notes, or an LLM call in its retries) may
+    take minutes."""
+    import signal
+
     from wikirag.index.signals import stop_on_signals
 
     def first() -> None:
         sys.stderr.write("\nstopping after the notes in progress (Ctrl-C again to stop at once)\n")
         sys.stderr.flush()
 
-    def again() -> None:
+    def again(code: int = 130) -> None:
         sys.stderr.write("\nstopped at once; the next `wikirag index` completes this run's writes\n")
         sys.stderr.flush()
         embedded = sys.modules.get("wikirag.storage.embedded")
         if embedded is not None:
             with contextlib.suppress(Exception):
                 embedded.leave_all()  # the private server stops when no other process uses it
-        os._exit(130)
+        os._exit(code)  # 130 for Ctrl-C, 143 for SIGTERM, as a shell reports them
 
     with stop_on_signals(again=again, first=first) as stop:
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, lambda signum, frame: again(143))  # restored by stop_on_signals
         yield stop
