@@ -354,3 +354,12 @@ def test_settings_that_would_fail_mid_run_are_refused_at_the_start(tmp_path, tom
 def test_a_whole_number_written_as_a_float_is_that_number(tmp_path):
     (tmp_path / "c.toml").write_text("[index]\nchunk_token_size = 400.0\n")
     assert load_config(tmp_path, config_file=tmp_path / "c.toml").index.chunk_token_size == 400
+
+
+def test_a_dry_run_refuses_a_bad_llm_setting_too(tmp_path, monkeypatch):
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Note.md").write_text("A note.\n")
+    monkeypatch.setenv("WIKIRAG_LLM", "bogus")
+    result = CliRunner().invoke(app, ["index", str(vault), "--dry-run"])
+    assert result.exit_code == 1 and "write it as provider:model" in result.output, result.output

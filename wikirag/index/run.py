@@ -128,13 +128,13 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
     watching = progress is not None  # someone shows progress: price the run for the live line
     progress = progress or (lambda stage, done, total: None)
 
+    _check_settings(config, llm_func or hinting)  # a dry run says a bad setting too
     if dry_run:
         ledger = Ledger.load(open_ledger_store(config)) if not rebuild else Ledger()
         fill_plan_counts(report, plan_index(config, ledger, vault), ledger)
         report.seconds = round(time.perf_counter() - started, 3)
         return report
 
-    _check_settings(config, llm_func or hinting)
     if batch:
         from wikirag.llm.batch import check_batch
 
