@@ -608,3 +608,12 @@ def test_lightrags_lines_about_failures_wikirag_reports_are_dropped():
     finally:
         logger.removeHandler(handler)
     assert [r.getMessage() for r in seen] == ["a binding's warning", "an error of LightRAG's own"]
+
+
+def test_an_anthropic_base_url_written_with_its_v1_reaches_the_messages_api(server, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789abcdef")
+    srv = server()
+    llm = make_llm_func(LLMSettings(model="anthropic:claude-test", base_url=srv.url + "/v1/", max_retries=0),
+                        backoff=FAST)
+    assert run(llm("hello"))
+    assert srv.requests[-1]["path"] == "/v1/messages"

@@ -48,13 +48,21 @@ def usage_counts(usage: Any) -> dict[str, int]:
             "completion_tokens": int(usage.output_tokens or 0), "cached_tokens": read, "written_tokens": written}
 
 
+def anthropic_base_url(base_url: str | None) -> str | None:
+    """The SDK puts `/v1/messages` after the base URL: one given with its `/v1` (as OpenAI's are written) lost
+    every request to `/v1/v1/messages`."""
+    if base_url and base_url.rstrip("/").endswith("/v1"):
+        return base_url.rstrip("/")[: -len("/v1")]
+    return base_url
+
+
 async def send_anthropic(client: LLMClient, prompt: str, system_prompt: str | None,
                          history: list[dict[str, Any]], stream: bool, tracker: Any, kwargs: dict[str, Any],
                          kind: str = "other") -> Any:
     """One attempt on the Messages API with the SDK itself (no retries of its own)."""
     from anthropic import AsyncAnthropic
 
-    sdk = AsyncAnthropic(api_key=client._api_key(), base_url=client.target.base_url,
+    sdk = AsyncAnthropic(api_key=client._api_key(), base_url=anthropic_base_url(client.target.base_url),
                          timeout=client.settings.timeout_s, max_retries=0)
     # The Messages API takes the system prompt apart; a "system" turn in the history joins it.
     systems = [system_prompt or ""] + [str(m.get("content", "")) for m in history if m.get("role") == "system"]

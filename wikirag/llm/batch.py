@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wikirag.errors import ConfigError
-from wikirag.llm.anthropic import _ANTHROPIC_MAX_TOKENS, cache_marked, usage_counts
+from wikirag.llm.anthropic import _ANTHROPIC_MAX_TOKENS, anthropic_base_url, cache_marked, usage_counts
 from wikirag.llm.spec import OPENAI_COMPATIBLE, provider_target
 from wikirag.settings import LLMSettings
 
@@ -65,7 +65,8 @@ class BatchAPI:
     def _anthropic(self) -> Any:
         from anthropic import AsyncAnthropic
 
-        return AsyncAnthropic(api_key=self.client._api_key(), base_url=self.client.target.base_url,
+        return AsyncAnthropic(api_key=self.client._api_key(),
+                              base_url=anthropic_base_url(self.client.target.base_url),
                               timeout=self.client.settings.timeout_s, max_retries=2)
 
     def _messages(self, r: BatchRequest) -> list[dict[str, Any]]:
