@@ -25,8 +25,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from wikirag.errors import ConfigError
-from wikirag.storage.location import check_store_location
-from wikirag.storage.settings import StorageSettings
+from wikirag.storage.settings import StorageSettings, check_store_location
 
 if sys.version_info >= (3, 11):
     import tomllib
