@@ -17,7 +17,6 @@ from wikirag.index.report import IndexReport
 from wikirag.index.units import Unit, UnitPlan, extract_text, member_chunks, note_units, pack_unit
 from wikirag.lightrag.extraction import drop_cached, extract_inputs
 from wikirag.lightrag.hinting import HintingLLM, HintNotApplied
-from wikirag.llm.retry import llm_call_error
 from wikirag.plan.packing import member_block
 from wikirag.settings import WikiragConfig
 
@@ -173,11 +172,7 @@ async def _extract_one(rag: Any, hinting: HintingLLM, plan: Plan, units: list[Un
         raise  # not these notes' problem: every extraction would go out without its hint
     except Exception as exc:  # the LLM failed after its retries: the notes wait, the run goes on
         report.llm_failures += 1
-        cause = llm_call_error(exc)
-        if cause is not None and cause.every_call:  # every other call would fail alike: stop asking, say it once
-            if not report.llm_unavailable:
-                report.llm_unavailable = str(cause)[:300]
-                report.issues.append(f"LLM unavailable, extraction stopped for this run: {report.llm_unavailable}")
+        if report.stop_asking_the_llm(exc, "extraction"):  # every other call would fail alike: said once
             _wait_for_llm(ledger, members, todo, report.llm_unavailable)
             return Pending()
         error = f"{type(exc).__name__}: {exc}"[:300]

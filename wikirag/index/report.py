@@ -60,6 +60,20 @@ class IndexReport:
     seconds: float = 0.0
     issues: list[str] = field(default_factory=list)
 
+    def stop_asking_the_llm(self, exc: BaseException, what: str) -> bool:
+        """Whether `exc` is a failure every other LLM call of the run would meet (llm.retry.affects_every_call).
+        The first such failure is kept in `llm_unavailable` and said once in the issues, naming `what` stopped
+        ("extraction", "description summaries"); extraction and summaries then ask the LLM nothing more."""
+        from wikirag.llm.retry import llm_call_error
+
+        cause = llm_call_error(exc)
+        if cause is None or not cause.every_call:
+            return False
+        if not self.llm_unavailable:
+            self.llm_unavailable = str(cause)[:300]
+            self.issues.append(f"LLM unavailable, {what} stopped for this run: {self.llm_unavailable}")
+        return True
+
 
 def fill_plan_counts(report: IndexReport, plan: Plan, ledger: Ledger) -> None:
     report.notes_total = len(plan.vault.notes)

@@ -38,7 +38,6 @@ from wikirag.index.ledger import Ledger, Pending
 from wikirag.index.report import IndexReport
 from wikirag.lightrag.summaries import SummaryLimits, summarise, summary_limits
 from wikirag.lightrag.writer import StoreWriter
-from wikirag.llm.retry import llm_call_error
 
 TODO_KEY = "summaries_todo"
 MODE_KEY = "summaries"
@@ -155,12 +154,7 @@ async def finish_summaries(writer: StoreWriter, ledger: Ledger, summaries: Summa
                 if not isinstance(result, Exception):
                     raise result  # cancelled, interrupted: the list stays as saved
                 report.llm_failures += 1
-                cause = llm_call_error(result)
-                if cause is not None and cause.every_call:  # as in extraction: stop asking, say it once
-                    if not report.llm_unavailable:
-                        report.llm_unavailable = str(cause)[:300]
-                        report.issues.append(f"LLM unavailable, description summaries stopped for this run: "
-                                             f"{report.llm_unavailable}")
+                if report.stop_asking_the_llm(result, "description summaries"):  # as in extraction
                     continue
                 report.issues.append(f"{_label(kind, key)}: description summary failed, kept bounded, will retry: "
                                      f"{type(result).__name__}: {result}"[:300])
