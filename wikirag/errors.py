@@ -24,6 +24,14 @@ class VaultNotFound(WikiragError):
             return cls(f"{root}: is a file, not a vault folder")
         return cls(f"{root}: no such vault folder")
 
+    @classmethod
+    def unless_folder(cls, root: object) -> None:
+        """Raise when `root` is not a folder (every reader of a vault asks this first)."""
+        from pathlib import Path
+
+        if not Path(str(root)).is_dir():
+            raise cls.at(root)
+
 
 class ConfigError(WikiragError):
     """A configuration value or file is invalid."""

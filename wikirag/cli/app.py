@@ -27,7 +27,7 @@ from wikirag.cli.common import (
     stderr_console,
     stop_between_batches,
 )
-from wikirag.errors import WikiragError
+from wikirag.errors import VaultNotFound, WikiragError
 
 INDENTED_JSON_NOTES = 2000  # cost-estimate --json indents up to this many notes (for reading by eye)
 
@@ -245,11 +245,11 @@ def watch(
 
     from wikirag.cli.render import watch_lines, watch_status
     from wikirag.index.signals import stop_on_signals
-    from wikirag.index.watch import require_vault, watch_vault
+    from wikirag.index.watch import watch_vault
 
     try:
         config = build_config(vault, store=store, config_file=config_file, exclude=exclude, llm=llm)
-        require_vault(config)  # before the status line starts
+        VaultNotFound.unless_folder(config.vault)  # before the status line starts
         with stop_on_signals() as stop:  # SIGTERM and Ctrl-C: finish or stop between batches, exit 0
             if as_json:
                 def emit(item: object) -> None:

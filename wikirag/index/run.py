@@ -122,8 +122,7 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
     (index/batching.py). `rebuild` keeps LightRAG's LLM cache (paid answers) unless `drop_llm_cache`.
     """
     started = time.perf_counter()
-    if not config.vault.is_dir():
-        raise VaultNotFound.at(config.vault)
+    VaultNotFound.unless_folder(config.vault)
     report = IndexReport(str(config.vault), str(config.store), config.workspace, dry_run=dry_run)
     watching = progress is not None  # someone shows progress: price the run for the live line
     progress = progress or (lambda stage, done, total: None)

@@ -124,13 +124,6 @@ class _EventCollector(FileSystemEventHandler):
             return len(self._paths)
 
 
-def require_vault(config: WikiragConfig) -> None:
-    """A watch needs the vault folder to exist when it starts (watch_vault asks; the CLI asks before it shows
-    its status line)."""
-    if not config.vault.is_dir():
-        raise VaultNotFound.at(config.vault)
-
-
 def _folder_identity(path: Path) -> tuple[int, int] | None:
     """(device, inode) of the folder, or None when there is none: a vault removed and made again is another."""
     try:
@@ -170,7 +163,7 @@ async def watch_vault(
 ) -> None:
     """Index once, then follow the vault until `stop` is set (or Ctrl-C)."""
     stop = stop or threading.Event()
-    require_vault(config)
+    VaultNotFound.unless_folder(config.vault)
     with StoreLock(config):
         # The observer starts before the vault is read, so nothing saved during the initial index is
         # missed: those events simply make the first batch re-read the files.

@@ -104,8 +104,7 @@ class Vault:
         and a note it gives them for is not resolved again (nor `touched`): a link's resolution depends only
         on its text, its note's path and the set of paths."""
         root = Path(root)
-        if not root.is_dir():
-            raise VaultNotFound.at(root)
+        VaultNotFound.unless_folder(root)
         rules, issues = IgnoreRules.for_vault(root, exclude)
         vault = cls(root, rules, max_bytes)
         trusted = trusted or {}

@@ -80,8 +80,7 @@ def scan_vault(root: Path, exclude: Sequence[str] = ()) -> ScanResult:
     symlinks that lead outside it are not followed and are reported.
     """
     root = Path(root)
-    if not root.is_dir():
-        raise VaultNotFound.at(root)
+    VaultNotFound.unless_folder(root)
     rules, issues = IgnoreRules.for_vault(root, exclude)
     result = scan_files(root, rules)
     result.issues[:0] = issues
