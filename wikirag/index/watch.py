@@ -16,6 +16,7 @@ import asyncio
 import gc
 import logging
 import os
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -130,7 +131,7 @@ def _folder_identity(path: Path) -> tuple[int, int] | None:
         info = path.stat()
     except OSError:
         return None
-    return (info.st_dev, info.st_ino) if path.is_dir() else None
+    return (info.st_dev, info.st_ino) if stat.S_ISDIR(info.st_mode) else None
 
 
 def apply_paths(vault: Vault, paths: set[str]) -> None:

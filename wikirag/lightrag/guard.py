@@ -59,6 +59,7 @@ _DEFERRED: dict[str, dict[str, str]] = {
     "httpx": {},
     "lightrag.chunker": {"chunking_by_token_size": "lightrag.chunker.token_size"},
 }
+_BINDINGS_DIR = ""  # LightRAG's llm/ folder (its LLM bindings), set by import_lightrag
 _locks: dict[str, threading.RLock] = {}  # one per deferred module: a second thread waits for the first's run
 _running: set[str] = set()
 
@@ -120,6 +121,8 @@ def import_lightrag() -> ModuleType:
     # HTTP client (httpx2, which LightRAG's own httpx setting misses) logs every request at INFO.
     for name in ("lightrag", "nano-vectordb", "httpx2"):
         logging.getLogger(name).setLevel(logging.WARNING)
+    global _BINDINGS_DIR
+    _BINDINGS_DIR = os.path.join(os.path.dirname(lightrag.__file__ or ""), "llm", "")
     if _drop_reraised_errors not in logging.getLogger("lightrag").filters:
         logging.getLogger("lightrag").addFilter(_drop_reraised_errors)
     return lightrag
@@ -135,7 +138,4 @@ def _drop_reraised_errors(record: logging.LogRecord) -> bool:
         return True
     if ": Error in decorated function for task " in str(record.msg):
         return False
-    return not record.pathname.startswith(_BINDINGS_DIR)
-
-
-_BINDINGS_DIR = os.path.join(os.path.dirname(importlib.util.find_spec("lightrag").origin or ""), "llm", "")
+    return not (_BINDINGS_DIR and record.pathname.startswith(_BINDINGS_DIR))

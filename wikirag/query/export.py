@@ -145,10 +145,10 @@ def export_graph(config: WikiragConfig, out: Path, fmt: str, **engine_kwargs: An
     new file gets here (or those of the file it replaces)."""
     _check_format(fmt)  # before anything is read
     target = check_export_path(config, out)
-    graph = asyncio.run(read_graph(config, **engine_kwargs))
+    graph, document = export_document(config, fmt, **engine_kwargs)
     try:
         mode = target.stat().st_mode & 0o7777 if target.exists() else 0o666 & ~_umask()
-        atomic_write_bytes(target, graph_document(graph, fmt).encode("utf-8"), mode=mode)
+        atomic_write_bytes(target, document.encode("utf-8"), mode=mode)
     except OSError as exc:  # no permission, a full disk: one line naming the file
         raise ExportRefused(f"{out}: cannot write it ({exc.strerror or exc})") from None
     return graph
