@@ -114,16 +114,14 @@ def stop_between_batches() -> Iterator[threading.Event]:
         sys.stderr.write("\nstopping after the notes in progress (Ctrl-C again to stop at once)\n")
         sys.stderr.flush()
 
-    def again(code: int = 130) -> None:
+    def again(signum: int) -> None:
         sys.stderr.write("\nstopped at once; the next `wikirag index` completes this run's writes\n")
         sys.stderr.flush()
         embedded = sys.modules.get("wikirag.storage.embedded")
         if embedded is not None:
             with contextlib.suppress(Exception):
                 embedded.leave_all()  # the private server stops when no other process uses it
-        os._exit(code)  # 130 for Ctrl-C, 143 for SIGTERM, as a shell reports them
+        os._exit(128 + signum)  # 130 for Ctrl-C, 143 for SIGTERM, as a shell reports them
 
-    with stop_on_signals(again=again, first=first) as stop:
-        if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, lambda signum, frame: again(143))  # restored by stop_on_signals
+    with stop_on_signals(again=again, first=first, at_once=(signal.SIGTERM,)) as stop:
         yield stop
