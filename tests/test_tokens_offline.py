@@ -119,3 +119,10 @@ def test_a_ranks_copy_others_could_write_is_not_trusted_and_tiktoken_is_left_alo
     copy.chmod(0o666)  # a copy anyone could have written, with a sidecar that vouches for it
     assert tokens._mergeable_ranks("cl100k_base", tmp_path) == tiktoken.get_encoding("cl100k_base")._mergeable_ranks
     tokens.get_encoding.cache_clear()
+
+
+def test_the_settings_accept_exactly_the_encodings_wikirag_ships():
+    from wikirag.lightrag.tokens import _ENCODINGS
+    from wikirag.settings import TOKEN_ENCODINGS  # settings may not import lightrag/: the list is written twice
+
+    assert set(TOKEN_ENCODINGS) == set(_ENCODINGS)
