@@ -340,6 +340,9 @@ def test_modes_are_read_whatever_their_case(tmp_path, fast_embedding):
     ("[embedding]\ndim = 0\n", "[embedding] dim = 0: must be at least 1"),
     ("[index]\nencoding = \"bogus\"\n", "[index] encoding = 'bogus': use one of"),
     ("[index]\nchunk_token_size = 400.5\n", "expected a whole number"),
+    ("[index]\nbatch_size = [500]\n", "[index] batch_size: expected int, got [500]"),
+    ("exlude = [\"drafts/**\"]\n", "unknown key 'exlude'"),  # a typo did nothing
+    ("[route]\nmin_resolved_links = -1\n", "[route] min_resolved_links = -1: must be at least 0"),
 ])
 def test_settings_that_would_fail_mid_run_are_refused_at_the_start(tmp_path, toml, says):
     vault = tmp_path / "vault"

@@ -139,6 +139,8 @@ def settings_from_mapping(cls: Any, values: Mapping[str, Any], section: str) -> 
             out[key] = type(default)(value)
         except (TypeError, ValueError):
             raise ConfigError(f"[{section}] {key}: expected a number, got {value!r}") from None
+        if out[key] < 0:  # every number here is a count, a threshold or a ratio
+            raise ConfigError(f"[{section}] {key} = {value!r}: must be at least 0")
     return cls(**out)
 
 
@@ -166,6 +168,7 @@ class WikiragConfig:
         return self.store / self.workspace
 
 
+_TOP_KEYS = {"store", "workspace", "exclude"}
 _OWN_MODULE_SECTIONS = {"route", "storage", "cost"}  # read by routing.py, storage, cost.py
 _SECTIONS = {"index": IndexSettings, "embedding": EmbeddingSettings, "llm": LLMSettings}
 _SHORT_ENV = {
@@ -202,6 +205,8 @@ def _coerce(value: Any, current: Any, key: str) -> Any:
         if not value.is_integer():
             raise ConfigError(f"{key}: expected a whole number, got {value!r}")
         return int(value)
+    if isinstance(current, (bool, int, float)) and not isinstance(value, (str, int, float)):
+        raise ConfigError(f"{key}: expected {type(current).__name__}, got {value!r}")
     if not isinstance(value, str):
         return value
     if isinstance(current, bool):
@@ -257,6 +262,9 @@ def load_config(
     sections = {name: cls() for name, cls in _SECTIONS.items()}
     named: set[tuple[str, str]] = set()  # (section, key) that some source (toml, env, flag) set
     top = {k: v for k, v in file_values.items() if not isinstance(v, dict)}
+    for key in top.keys() - _TOP_KEYS:  # a typo ("exlude") silently did nothing
+        raise ConfigError(f"{path}: unknown key {key!r} (top-level keys: {', '.join(sorted(_TOP_KEYS))}; "
+                          "the rest go under [index], [embedding], [llm], [route], [storage] or [cost])")
     for name, values in file_values.items():
         if isinstance(values, dict):
             if name not in sections:
