@@ -464,3 +464,54 @@ def test_a_note_deleted_after_the_scan_hides_its_nfc_twin_for_one_run_only(tmp_p
     fresh, _ = index(vault, tmp_path / "fresh")
     assert snapshot(config) == snapshot(fresh)
     assert index(vault, tmp_path / "store")[1].issues == []
+
+
+def _refuse(monkeypatch, folders: set[Path] = frozenset(), files: set[Path] = frozenset()) -> None:
+    """What `chmod 000` does for another user (these tests run as root too, whom it does not stop)."""
+    import os
+
+    real_scandir, real_open = os.scandir, os.open
+
+    def scandir(path="."):  # noqa: ANN001, ANN202
+        if isinstance(path, (str, os.PathLike)) and Path(os.path.abspath(path)) in folders:
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_scandir(path)
+
+    def open_(path, flags, *args, **kwargs):  # noqa: ANN001, ANN202
+        if isinstance(path, (str, os.PathLike)) and Path(os.path.abspath(path)) in files:
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    monkeypatch.setattr(os, "open", open_)
+
+
+@pytest.mark.parametrize("what", ["folder", "note", "vault"])
+def test_a_folder_or_note_that_cannot_be_read_keeps_what_the_index_holds_of_it(vault, tmp_path, monkeypatch, what):
+    # Unreadable is not deleted: a permission slip or a disk not mounted yet must not throw away the notes'
+    # index (and their extractions, which may have cost LLM calls); the next readable run finds them unchanged.
+    store = tmp_path / "store"
+    config, _ = index(vault, store)
+    before = snapshot(config)
+    folder = vault / "people"
+    assert len(list(folder.glob("*.md"))) >= 2
+    with monkeypatch.context() as mp:
+        if what == "folder":
+            _refuse(mp, folders={folder})
+        elif what == "note":
+            _refuse(mp, files={folder / "Alan Turing.md"})
+        else:
+            _refuse(mp, folders={vault})
+        age_vault_files(vault)  # the run must read, not answer from the manifest
+        (vault / "Index.md").write_text((vault / "Index.md").read_text() + "\nOne more line.\n")
+        _, report = index(vault, store)
+    assert report.notes_deleted == 0
+    place = {"folder": "people", "note": "people/Alan Turing.md", "vault": "."}[what]
+    assert any(line.startswith(place) and "what the index holds of it is kept" in line for line in report.issues), \
+        report.issues
+    kept = snapshot(config)
+    assert set(kept["ledger_notes"]) == set(before["ledger_notes"])
+    assert kept["nodes"].keys() == before["nodes"].keys()
+    _, report = index(vault, store)  # readable again: the notes are there, unchanged
+    assert (report.notes_deleted, report.notes_new) == (0, 0)
+    assert snapshot(config) == snapshot(index(vault, tmp_path / "fresh")[0])

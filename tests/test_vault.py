@@ -366,6 +366,25 @@ def test_update_file_reparses_a_changed_note(vault_dir: Path) -> None:
     assert vault.backlinks("Home.md") == set()
 
 
+def test_update_file_keeps_a_note_it_cannot_read_now(vault_dir: Path, monkeypatch) -> None:
+    # `watch` sees a chmod as a change: an unreadable note is kept as it was, not forgotten (see read.py _KEPT)
+    vault = Vault.load(vault_dir)
+    before = vault.notes["people/Ada.md"]
+    real_open = os.open
+
+    def refused(path, flags, *args, **kwargs):  # noqa: ANN001, ANN202  (root is not stopped by chmod 000)
+        if str(path).endswith("Ada.md"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refused)
+    issues = vault.update_file("people/Ada.md")
+    assert [i.message for i in issues] == ["cannot read (Permission denied); skipped, and what the index holds "
+                                           "of it is kept"]
+    assert vault.notes["people/Ada.md"] is before
+    assert vault.backlinks("people/Babbage.md") == {"Home.md", "people/Ada.md"}
+
+
 def test_a_new_root_note_takes_over_the_tie_break(vault_dir: Path) -> None:
     vault = Vault.load(vault_dir)
     write(vault_dir, "Babbage.md", "The root copy.\n")

@@ -23,6 +23,7 @@ from wikirag.plan.hints import note_hint
 from wikirag.plan.routing import RouteDecision, route_vault
 from wikirag.settings import WikiragConfig
 from wikirag.vault.model import Vault
+from wikirag.vault.read import lies_in
 
 DERIVATION_VERSION = 2  # bump when note_contribution's output changes for the same input
 
@@ -175,7 +176,8 @@ def plan_index(config: WikiragConfig, ledger: Ledger, vault: Vault | None = None
             plan.changed.append(path)
         else:
             plan.unchanged.append(path)
-    plan.deleted = sorted(set(ledger.notes) - set(plan.signatures))
+    # A note in a folder the scan could not list is not gone (its parse-cache row, if any, kept it above)
+    plan.deleted = sorted(p for p in set(ledger.notes) - set(plan.signatures) if not lies_in(p, vault.unreadable))
     return plan
 
 

@@ -76,6 +76,7 @@ class Vault:
         self._abs: dict[str, str] = {}  # note -> its path on disk, where that differs from root / note (NFD)
         self.stats: dict[str, tuple[int, int]] = {}  # note -> (size, mtime_ns) as scanned by `load`
         self.clean: set[str] = set()  # notes read without a problem by `load` (or taken from `trusted`)
+        self.unreadable: list[str] = []  # folders and notes `load`'s scan could not read: kept, not gone
         self.touched: set[str] = set()  # notes parsed, relinked or removed since the last `take_touched()`
         self.paths_digest = ""  # of the note and attachment paths links resolve among (`load`)
         self._index: LinkIndex | None = None  # built on first use (`_links`)
@@ -125,6 +126,10 @@ class Vault:
                     continue
                 read = read_note(note.abs_path, note.path, max_bytes)
                 vault.issues.extend(read.issues)
+                if read.unreadable and known is not None:  # there but unreadable now: kept as last indexed
+                    vault.notes[note.path], vault.digests[note.path] = known[1], known[0]
+                    vault._abs[note.path] = note.disk_path
+                    continue
                 if not read.issues:
                     vault.clean.add(note.path)
                     if texts is not None and read.text is not None:
@@ -134,6 +139,13 @@ class Vault:
                     vault.notes[note.path] = known[1] if hit else parse_note(read.text, note.path)
                     vault.digests[note.path] = read.digest
                     vault._abs[note.path] = note.disk_path
+            vault.unreadable = list(scan.unreadable)
+            if scan.unreadable and parsed:  # notes in folders that could not be listed are not gone
+                for path, (digest, note) in parsed.items():
+                    if path not in vault.notes and scan.holds_unknown(path):
+                        vault.notes[path], vault.digests[path] = note, digest
+                        vault._abs[path] = str(root / path)
+                vault.notes = dict(sorted(vault.notes.items()))
             vault.attachments = set(scan.attachments)
             vault.paths_digest = paths_digest(vault.notes, vault.attachments)
             if restore is not None and restore.paths_digest != vault.paths_digest:
@@ -214,7 +226,7 @@ class Vault:
         read = read_note(abs_path, path, self.max_bytes)
         self.issues.extend(read.issues)
         if read.text is None:
-            if path in self.notes:
+            if path in self.notes and not read.unreadable:  # an unreadable note is kept as last indexed
                 self._forget(path)
             return read.issues
         if self.digests.get(path) == read.digest:

@@ -39,6 +39,10 @@ BINARY_SAMPLE = 8192  # bytes looked at to decide "binary"
 BINARY_NUL_SHARE = 0.01  # more NULs than this share of the sample, and at least
 
 
+# What the index does with a note it cannot read now: it may be readable again next run (permissions, a
+# disk that is back); removing it would throw away its extraction, which may have cost LLM calls.
+_KEPT = "skipped, and what the index holds of it is kept"
+
 BINARY_MIN_NULS = 8  # this many: binary, skipped (a stray NUL or two is removed and reported instead)
 
 
@@ -59,6 +63,18 @@ class ScanResult:
     notes: list[NoteFile] = field(default_factory=list)
     attachments: list[str] = field(default_factory=list)
     issues: list[ReadIssue] = field(default_factory=list)
+    # Folders and notes that are there but could not be listed or stat'ed (permissions, I/O errors): what they
+    # hold is unknown, not gone, so the index keeps their notes as last indexed ("" is the vault itself).
+    unreadable: list[str] = field(default_factory=list)
+
+    def holds_unknown(self, path: str) -> bool:
+        """Whether `path` lies in (or is) a folder or note this scan could not read."""
+        return lies_in(path, self.unreadable)
+
+
+def lies_in(path: str, places: Sequence[str]) -> bool:
+    """Whether vault path `path` is one of `places` or lies in one of them ("" is the whole vault)."""
+    return any(not place or path == place or path.startswith(place + "/") for place in places)
 
 
 @dataclass
@@ -66,6 +82,7 @@ class ReadResult:
     text: str | None  # None when the file was skipped
     digest: str  # sha256 hex of the raw bytes ("" when they could not be read)
     issues: list[ReadIssue] = field(default_factory=list)
+    unreadable: bool = False  # the file is there but could not be opened or read (not a file skipped on purpose)
 
 
 def nfc(text: str) -> str:
@@ -108,7 +125,8 @@ def scan_files(root: Path, rules: IgnoreRules) -> ScanResult:
             try:
                 st = os.stat(dir_abs)
             except OSError as exc:
-                out.issues.append(ReadIssue(dir_rel, f"cannot open folder ({_why(exc)}); skipped", True))
+                out.issues.append(ReadIssue(dir_rel, f"cannot open folder ({_why(exc)}); {_KEPT}", True))
+                out.unreadable.append(dir_rel)
                 continue
             if (st.st_dev, st.st_ino) in seen_dirs:
                 continue  # a symlink back to a folder already walked: the loop guard
@@ -117,7 +135,8 @@ def scan_files(root: Path, rules: IgnoreRules) -> ScanResult:
             with os.scandir(dir_abs) as it:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError as exc:
-            out.issues.append(ReadIssue(dir_rel or ".", f"cannot list folder ({_why(exc)}); skipped", True))
+            out.issues.append(ReadIssue(dir_rel or ".", f"cannot list folder ({_why(exc)}); {_KEPT}", True))
+            out.unreadable.append(dir_rel)
             continue
         subdirs: list[tuple[str, str]] = []
         for entry in entries:
@@ -165,7 +184,8 @@ def scan_files(root: Path, rules: IgnoreRules) -> ScanResult:
                 try:
                     st = entry.stat()
                 except OSError as exc:
-                    out.issues.append(ReadIssue(rel, f"cannot read ({_why(exc)}); skipped", True))
+                    out.issues.append(ReadIssue(rel, f"cannot read ({_why(exc)}); {_KEPT}", True))
+                    out.unreadable.append(rel)
                     continue
                 out.notes.append(NoteFile(rel, entry.path, st.st_size, st.st_mtime_ns))
             else:
@@ -224,7 +244,9 @@ def read_note(abs_path: Path, rel: str, max_bytes: int = MAX_NOTE_BYTES) -> Read
     except FileNotFoundError:
         return _skipped(rel, "vanished before it could be read; skipped")
     except OSError as exc:
-        return _skipped(rel, f"cannot read ({_why(exc)}); skipped")
+        unreadable = _skipped(rel, f"cannot read ({_why(exc)}); {_KEPT}")
+        unreadable.unreadable = True
+        return unreadable
     digest = hashlib.sha256(data).hexdigest()
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         return _skipped(rel, "UTF-16 text (only UTF-8 is read); skipped", digest)
