@@ -343,6 +343,7 @@ def test_modes_are_read_whatever_their_case(tmp_path, fast_embedding):
     ("[index]\nbatch_size = [500]\n", "[index] batch_size: expected int, got [500]"),
     ("exlude = [\"drafts/**\"]\n", "unknown key 'exlude'"),  # a typo did nothing
     ("[route]\nmin_resolved_links = -1\n", "[route] min_resolved_links = -1: must be at least 0"),
+    ("[embedding]\nmodel = \"local:nope\"\n", "unknown local embedding model 'nope'"),  # left a store folder
 ])
 def test_settings_that_would_fail_mid_run_are_refused_at_the_start(tmp_path, toml, says):
     vault = tmp_path / "vault"

@@ -70,7 +70,11 @@ def local_model_path(name: str) -> Path:
         return source
     if name == MINILM_INT8_NAME:
         return derived_minilm(source)
-    raise ConfigError(f"unknown local embedding model {name!r} (use {' or '.join(LOCAL_MODELS)})")
+    raise unknown_local_model(name)
+
+
+def unknown_local_model(name: str) -> ConfigError:
+    return ConfigError(f"unknown local embedding model {name!r} (use {' or '.join(LOCAL_MODELS)})")
 
 
 class _Request:
@@ -346,7 +350,7 @@ def make_embedding_func(spec: EmbeddingSpec, counter: EmbeddingCounter, base_url
         # max_token_size is left unset: windowing means no text is ever truncated, and a limit here
         # would make LightRAG re-split chunks behind the cost model's back.
         if f"local:{spec.model}" not in LOCAL_MODELS:  # a ConfigError now, not at the first embedding
-            raise ConfigError(f"unknown local embedding model {spec.model!r} (use {' or '.join(LOCAL_MODELS)})")
+            raise unknown_local_model(spec.model)
         embed = _counting(counter, lambda texts: asyncio.to_thread(shared_minilm(spec.model).embed, texts))
         return EmbeddingFunc(embedding_dim=spec.dim, func=embed, model_name=spec.model)
     if spec.provider == "openai":

@@ -27,6 +27,7 @@ from wikirag.lightrag.embeddings import (
     EmbeddingSpec,
     make_embedding_func,
     preload_local_model,
+    unknown_local_model,
 )
 from wikirag.lightrag.guard import import_lightrag
 from wikirag.lightrag.storages import lightrag_environment, lightrag_storage_kwargs
@@ -47,6 +48,8 @@ def embedding_spec(config: WikiragConfig) -> EmbeddingSpec:
     if provider not in EMBEDDING_PROVIDERS:
         raise ConfigError(f"embedding model {config.embedding.model!r}: unknown provider {provider!r} "
                           f"(use one of {', '.join(EMBEDDING_PROVIDERS)})")
+    if provider == "local" and f"local:{model}" not in LOCAL_MODELS:  # before a run makes the store folder
+        raise unknown_local_model(model)
     return EmbeddingSpec(provider=provider, model=model, dim=config.embedding.dim)
 
 
@@ -55,7 +58,7 @@ def preload_embedder(config: WikiragConfig) -> None:
     preload_local_model); nothing for an API model or a bad setting (the engine reports that)."""
     with contextlib.suppress(ConfigError):
         spec = embedding_spec(config)
-        if spec.provider == "local" and f"local:{spec.model}" in LOCAL_MODELS:
+        if spec.provider == "local":
             preload_local_model(spec.model)
 
 
