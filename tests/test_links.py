@@ -58,14 +58,14 @@ CASES = [
     # the tie-break
     ("Note", "Home.md", "ambiguous", "Note.md"),  # exact vault path first
     ("Note", "zzzz/Twin.md", "ambiguous", "Note.md"),  # ... even over the note's own folder
-    ("Twin", "Home.md", "ambiguous", "m/Twin.md"),  # fewest folders, then alphabetical
+    ("Twin", "Home.md", "ambiguous", "m/Twin.md"),  # the shortest path
     ("Twin", "zzzz/Note.md", "ambiguous", "zzzz/Twin.md"),  # the linking note's own folder
     ("Twin", "a/b/Note.md", "ambiguous", "a/b/Twin.md"),
     ("b/Note", "Home.md", "resolved", "a/b/Note.md"),  # path suffix, one match
     ("zzzz/Note", "Home.md", "resolved", "zzzz/Note.md"),  # full vault path
     ("b/Twin", "a/x.md", "resolved", "a/b/Twin.md"),  # relative to the note's folder
     ("q/Note", "Home.md", "unresolved", None),
-    ("ote", "Home.md", "unresolved", None),  # a suffix must be whole segments
+    ("ote", "Home.md", "unresolved", None),  # the name must be whole
 ]
 
 
@@ -86,10 +86,23 @@ def test_attachments_are_marked() -> None:
     assert not resolve("Note").is_attachment
 
 
-def test_the_shallow_note_wins_over_the_alphabetical_one() -> None:
-    # zzzz/ sorts last but is one folder deep; a/b/ is two
-    res = resolve("Note", "x.md", ["zzzz/Note.md", "a/b/Note.md", "x.md"])
-    assert (res.status, res.path) == ("ambiguous", "zzzz/Note.md")
+# Obsidian's own tie-break (MetadataCache._getLinkpathDest in its app.js): after the exact path, the files
+# whose path starts with the linking note's folder, then the rest, each by path length.
+@pytest.mark.parametrize(("source", "paths", "chosen"), [
+    ("x.md", ["longfoldername/Note.md", "a/b/Note.md"], "a/b/Note.md"),  # shorter, though deeper
+    ("projects/x.md", ["archive/Note.md", "projects/deep/er/Note.md"], "projects/deep/er/Note.md"),  # subtree
+    ("a/x.md", ["c/Note.md", "ab/Note.md"], "ab/Note.md"),  # "starts with the folder" is a string test
+    ("x.md", ["bb/Note.md", "aa/Note.md"], "aa/Note.md"),  # a tie: alphabetical (Obsidian: its load order)
+])
+def test_several_same_name_notes_resolve_as_obsidian_picks(source, paths, chosen) -> None:
+    res = resolve("Note", source, [*paths, source])
+    assert (res.status, res.path) == ("ambiguous", chosen)
+
+
+def test_a_path_suffix_need_not_start_at_a_folder() -> None:
+    # Obsidian compares the lower-cased path with endsWith: `[[b/Note]]` finds xab/Note.md
+    assert resolve("b/Note", "x.md", ["xab/Note.md", "x.md"]) == Resolution("resolved", "xab/Note.md")
+    assert resolve("b/Note", "x.md", ["xab/Note.md", "b/Note.md", "x.md"]).path == "b/Note.md"  # exact first
 
 
 def test_case_only_twins_prefer_the_exact_spelling() -> None:

@@ -7,12 +7,13 @@ resolving a link never scans the vault. Rules, in order (docs/parsing.md has the
 1. An empty target (`[[#Heading]]`, `[text](#h)`) is the linking note itself: status "self".
 2. `./x` and `../x` resolve from the linking note's folder, `/x` from the vault root; exact path only.
 3. Otherwise the target is a name or a path, `.md` optional, case-insensitive, NFC-normalised.
-   Candidates: every file whose path ends with the target (`b/Note` matches `a/b/Note.md`).
-4. One candidate: "resolved". Several: the tie-break picks, in order, the file whose vault path is
-   exactly the target (`[[Note]]` -> `Note.md` at the root), the file at the target taken relative to
-   the linking note's folder, a file in the linking note's own folder, then the fewest folders deep,
-   then the alphabetically first path. A bare name shared by several files is "ambiguous" (with the
-   chosen `path` and all `candidates`); a path-qualified target matching one path exactly is "resolved".
+   Candidates: every file whose path ends with the target (`b/Note` matches `a/b/Note.md`, and as in
+   Obsidian `xab/Note.md`: the name must be whole, the folders need not be).
+4. One candidate: "resolved". Several: the tie-break picks, as Obsidian does, the file whose vault path
+   is exactly the target (`[[Note]]` -> `Note.md` at the root), else the shortest path among the files
+   under the linking note's folder, else the shortest path of all; then the alphabetically first. A
+   bare name shared by several files is "ambiguous" (with the chosen `path` and all `candidates`); a
+   path-qualified target matching one path exactly is "resolved".
 5. A link that lands on the linking note itself is "self". No candidate: "unresolved".
 """
 
@@ -164,21 +165,22 @@ class LinkIndex:
             candidates = self._by_name.get(key, ())
             if len(candidates) == 1:  # the common case: a unique name
                 return self._found(candidates[0], (), from_path)
-        folder = posixpath.dirname(from_path)
         exact = self._by_path.get(key, ())
-        relative = self._by_path.get(fold(f"{folder}/{target}"), ()) if folder else ()
         if "/" in key:
-            # a path-qualified target: a full vault path, a path relative to the note, or a path suffix
-            if len(exact) == 1 or (not exact and len(relative) == 1):
-                return self._found((exact or relative)[0], (), from_path)
-            suffix = "/" + key
+            # a path-qualified target: a full vault path, else every file whose path ends with it (as a string,
+            # as Obsidian compares: `b/Note` also finds `xab/Note.md`)
+            if len(exact) == 1:
+                return self._found(exact[0], (), from_path)
             names = self._by_name.get(link_name_key(target), ())
-            candidates = [p for p in names if any(k.endswith(suffix) for k in _keys(p)[0])]
+            candidates = [p for p in names if any(k.endswith(key) for k in _keys(p)[0])]
             if len(candidates) == 1:
                 return self._found(candidates[0], (), from_path)
         if not candidates:
             return _UNRESOLVED
-        chosen = min(candidates, key=lambda p: _rank(p, exact, relative, folder))
+        folder = fold(posixpath.dirname(from_path))
+        chosen = min(candidates, key=lambda p: _rank(p, exact, folder))
+        if "/" in key and folder and f"{folder}/{key}" in _keys(chosen)[0]:
+            return self._found(chosen, (), from_path)  # the path taken from the note's folder: no doubt left
         return self._found(chosen, tuple(sorted(candidates)), from_path)
 
     def _exact(self, path: str, from_path: str) -> Resolution:
@@ -199,13 +201,8 @@ class LinkIndex:
         return hit
 
 
-def _rank(path: str, exact: Sequence[str], relative: Sequence[str], folder: str) -> tuple:
-    """Sort key of the tie-break: lower wins."""
-    return (
-        path not in exact,
-        path not in relative,
-        posixpath.dirname(path) != folder,
-        path.count("/"),
-        fold(path),
-        path,
-    )
+def _rank(path: str, exact: Sequence[str], folder: str) -> tuple:
+    """Sort key of the tie-break, Obsidian's (MetadataCache._getLinkpathDest): the exact vault path, then the
+    files whose path starts with the linking note's folder (as a string: folder `a` also takes `ab/`), each
+    group by path length; then alphabetically, where Obsidian keeps the order it loaded the files in."""
+    return (path not in exact, not fold(path).startswith(folder), len(path), fold(path), path)
