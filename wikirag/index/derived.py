@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from wikirag.index.planning import Plan
     from wikirag.vault.model import Vault
 
-DERIVED_VERSION = 3  # bump when a row's encoding or what it derives from changes
+DERIVED_VERSION = 4  # bump when a row's encoding or what it derives from changes (4: link tie-break)
 # 2: unresolved links carry their entity name (RestoredLinks.unresolved_names)
 # 3: ... in a column of their own, so a run that reads only them never parses a row's links
 _DOC = "derived_notes"
