@@ -216,11 +216,26 @@ def test_frontmatter_variants(yaml: str, field: str, value: object) -> None:
     assert getattr(note, field) == value
 
 
+def test_frontmatter_is_read_as_yaml_1_2_as_obsidian_reads_it() -> None:
+    # PyYAML's YAML 1.1 made `no` False, `on` True, `1:30` the number 90 and `012` octal 10
+    note = fm("title: No\naliases: [NO, Yes, on, off]\ntime: 1:30\noctal: 012\nhex: 0x1F\nflag: false\n"
+              "when: 2024-03-14T10:00:00Z")
+    assert (note.title, note.aliases) == ("No", ["NO", "Yes", "on", "off"])
+    assert {k: note.frontmatter[k] for k in ("time", "octal", "hex", "flag", "when")} == {
+        "time": "1:30", "octal": 12, "hex": 31, "flag": False, "when": "2024-03-14T10:00:00Z"}
+    assert fm("title: true").title == "true"
+
+
+def test_a_list_keeps_its_items_whole() -> None:
+    note = fm("aliases:\n  - Smith, John\ntags:\n  - multi word\n  - ok\nalias: A, B")
+    assert (note.aliases, note.tags) == (["Smith, John", "A", "B"], ["ok"])  # a string is still split
+
+
 def test_frontmatter_values_are_json_safe() -> None:
-    note = fm("d: 2024-03-14\nt: 2024-03-14 10:20:30\nn: .nan\nb: yes\n1: int key\nnested: [2024-01-02]")
+    note = fm("d: 2024-03-14\nt: 2024-03-14 10:20:30\nn: .nan\nb: true\n1: int key\nnested: [2024-01-02]")
     assert note.frontmatter == {
         "d": "2024-03-14",
-        "t": "2024-03-14T10:20:30",
+        "t": "2024-03-14 10:20:30",  # as written: YAML 1.2, as Obsidian reads it, has no timestamps
         "n": "nan",
         "b": True,
         "1": "int key",

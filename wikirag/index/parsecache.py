@@ -26,8 +26,9 @@ from wikirag.storage.sqlite_store import connect_index_db, get_doc, index_db_tra
 from wikirag.vault.memory import cyclic_gc_paused
 
 # Bump when a row's encoding or what the parser makes of the same bytes changes. 3: rows are head JSON + newline
-# + rest JSON (CachedNote); 4: the head checks the rest; 5: a frontmatter date that is none stays text.
-CACHE_VERSION = 5
+# + rest JSON (CachedNote); 4: the head checks the rest; 5: a frontmatter date that is none stays text;
+# 6: YAML 1.2 scalars (no, on, 1:30 and dates stay text), list items kept whole.
+CACHE_VERSION = 6
 RACY_NS = 2_000_000_000  # a file modified this close before its row was written may change unseen
 
 

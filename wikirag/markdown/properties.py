@@ -82,8 +82,37 @@ def _yaml() -> tuple[Any, Any]:
         except ValueError:
             return loader.construct_scalar(node)
 
+    def integer(loader: Any, node: Any) -> Any:
+        text = loader.construct_scalar(node)
+        if _YAML12_INT.match(text):  # 1.2: `017` is 17 (PyYAML's 1.1 read it as octal 15)
+            prefix = text[:2].lower()
+            return int(text[2:], 8) if prefix == "0o" else int(text[2:], 16) if prefix == "0x" else int(text)
+        try:  # an explicit `!!int` in another form
+            return yaml.constructor.SafeConstructor.construct_yaml_int(loader, node)
+        except ValueError:
+            return text
+
     Loader.add_constructor("tag:yaml.org,2002:timestamp", timestamp)
+    Loader.add_constructor("tag:yaml.org,2002:int", integer)
+    # Obsidian reads frontmatter as YAML 1.2 (its `yaml` library's core schema): `no`, `on`, `Yes` are text,
+    # `1:30` is not 90, and a date stays as written. PyYAML resolves YAML 1.1's implicit types; swap them.
+    Loader.yaml_implicit_resolvers = {
+        first: [(tag, regexp) for tag, regexp in resolvers if tag not in _YAML11_TYPES]
+        for first, resolvers in SafeLoader.yaml_implicit_resolvers.items()
+    }
+    for tag, regexp, firsts in _YAML12_TYPES:
+        Loader.add_implicit_resolver(tag, regexp, list(firsts))
     return YAMLHandler(), Loader
+
+
+_YAML11_TYPES = {f"tag:yaml.org,2002:{name}" for name in ("bool", "int", "float", "timestamp")}
+_YAML12_INT = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
+_YAML12_TYPES = [  # the core schema's (yaml.org/spec/1.2.2 10.3.2); int before float, which also matches `17`
+    ("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), "tTfF"),
+    ("tag:yaml.org,2002:int", _YAML12_INT, "-+0123456789"),
+    ("tag:yaml.org,2002:float", re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+                                           r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"), "-+.0123456789"),
+]
 
 
 def load_properties(block: FrontmatterBlock) -> Properties:
@@ -112,8 +141,8 @@ def _read_known_keys(data: dict) -> Properties:
     def first_text(*names: str) -> str | None:
         for name in names:
             for value in by_key.get(name, ()):
-                if isinstance(value, (str, int, float)):  # dates are ISO strings by now
-                    text = str(value).strip()
+                if isinstance(value, (str, int, float)):  # dates are text as written (YAML 1.2)
+                    text = ("true" if value else "false") if isinstance(value, bool) else str(value).strip()
                     if text:
                         return text
         return None
@@ -131,18 +160,19 @@ def _read_known_keys(data: dict) -> Properties:
 
 
 def _strings(values: list[Any], splitter: re.Pattern[str]) -> list[str]:
-    """Flatten str | list | scalar values into unique non-empty strings, splitting strings."""
+    """Flatten str | list | scalar values into unique non-empty strings. A string value is split (`aliases: A,
+    B`); a list's items are kept whole, as Obsidian keeps them (an alias `Smith, John` in a list is one)."""
     out: list[str] = []
     seen: set[str] = set()
-    stack = list(reversed(values))
+    stack = [(value, False) for value in reversed(values)]
     while stack:
-        value = stack.pop()
+        value, in_list = stack.pop()
         if value is None or isinstance(value, dict):
             continue
         if isinstance(value, list):
-            stack.extend(reversed(value))
+            stack.extend((item, True) for item in reversed(value))
             continue
-        for part in splitter.split(str(value)):
+        for part in [str(value)] if in_list else splitter.split(str(value)):
             part = part.strip()
             if part and part not in seen:
                 seen.add(part)
@@ -154,7 +184,8 @@ def _tags(values: list[Any]) -> list[str]:
     out: list[str] = []
     for tag in _strings(values, _SPLIT_TAGS):
         tag = tag.lstrip("#").lower()
-        if tag and not tag.isdigit() and tag not in out:  # Obsidian: a tag needs one non-digit
+        # Obsidian: a tag needs one non-digit, and a list item with a space in it is no tag
+        if tag and not tag.isdigit() and not any(c.isspace() for c in tag) and tag not in out:
             out.append(tag)
     return out
 
