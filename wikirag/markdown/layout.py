@@ -119,7 +119,7 @@ class _Scanner:
             c = body[a]
             if c == "`":
                 run = _BACKTICKS.match(body, a, end).end()
-                if a > start and _escaped(body, a, start):
+                if a > start and is_escaped(body, a, start):
                     pos = a + 1  # `\`` is a literal backtick; the rest of the run may still open a span
                     continue
                 close = _backtick_closer(run - a).search(body, run, end)
@@ -322,7 +322,7 @@ class _Scanner:
         return _TABLE_DELIM.match(nxt) is not None
 
 
-def _escaped(body: str, pos: int, floor: int) -> bool:
+def is_escaped(body: str, pos: int, floor: int) -> bool:
     """True when body[pos] is preceded by an odd run of backslashes."""
     k = pos - 1
     while k >= floor and body[k] == "\\":

@@ -13,7 +13,7 @@ import re
 from bisect import bisect_right
 
 from wikirag.markdown.context import BodyLinks, FoundLink, clip_context, mask_spans
-from wikirag.markdown.layout import lay_out
+from wikirag.markdown.layout import is_escaped, lay_out
 from wikirag.markdown.properties import FrontmatterBlock, Properties, load_properties, split_frontmatter
 from wikirag.markdown.wikilinks import (
     WIKILINK,
@@ -114,7 +114,9 @@ def _find_links(body: str, masked: str) -> list[FoundLink]:
     clean = masked is body  # nothing was masked: no need to compare
     for m in WIKILINK.finditer(masked):  # `wikilink_matches`, inlined
         a, b = m.span()
-        embed = a > 0 and masked[a - 1] == "!"
+        if a > 0 and masked[a - 1] == "\\" and is_escaped(masked, a, 0):
+            continue  # `\[[a]]` is literal text, as in Obsidian
+        embed = a > 0 and masked[a - 1] == "!" and not is_escaped(masked, a - 1, 0)
         a -= embed
         if not clean and masked[a:b] != body[a:b]:
             continue  # part of it sits in code or a comment
@@ -125,6 +127,8 @@ def _find_links(body: str, masked: str) -> list[FoundLink]:
         wiki_spans = [(f.start, f.end) for f in found]
         for a, b, embed, text, dest in markdown_link_matches(masked):
             if (not clean and masked[a:b] != body[a:b]) or any(s < b and a < e for s, e in wiki_spans):
+                continue
+            if is_escaped(masked, a + embed, 0):  # `\[t](x.md)` is literal text (CommonMark)
                 continue
             parts = split_destination(dest)
             if parts is not None:
