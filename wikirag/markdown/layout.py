@@ -276,9 +276,13 @@ class _Scanner:
             and self.para_kind == "para"
             and indent < 4
             and (first == "=" or first == "-")
+            and quoted == self.para_quoted  # an underline cannot continue a blockquote lazily (CommonMark)
             and _SETEXT.match(stripped)
         ):
-            text = " ".join(part.strip() for part in self.body[self.para_start : self.para_end].split("\n"))
+            lines_of = self.body[self.para_start : self.para_end].split("\n")
+            if self.para_quoted:  # inside a quote the heading is the text after the `>` markers
+                lines_of = [_QUOTE_MARKERS.sub("", part, count=1) for part in lines_of]
+            text = " ".join(part.strip() for part in lines_of)
             level = 1 if first == "=" else 2
             self.out.headings.append((self.para_start, level, text.strip(), self.para_line))
             self.para_kind = "heading"
@@ -320,6 +324,9 @@ class _Scanner:
             return False
         nxt = _QUOTE.sub("", nxt, count=1) if nxt.startswith(">") else nxt
         return _TABLE_DELIM.match(nxt) is not None
+
+
+_QUOTE_MARKERS = re.compile(r"^[ \t]*(?:>[ \t]?)+")
 
 
 def is_escaped(body: str, pos: int, floor: int) -> bool:
