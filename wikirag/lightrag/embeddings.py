@@ -66,15 +66,15 @@ def local_model_path(name: str) -> Path:
     from wikirag.lightrag.minilm_int8 import derived_minilm
 
     source, _ = minilm_files()
-    if name == MINILM_NAME:
-        return source
-    if name == MINILM_INT8_NAME:
-        return derived_minilm(source)
-    raise unknown_local_model(name)
+    require_local_model(name)
+    return source if name == MINILM_NAME else derived_minilm(source)
 
 
-def unknown_local_model(name: str) -> ConfigError:
-    return ConfigError(f"unknown local embedding model {name!r} (use {' or '.join(LOCAL_MODELS)})")
+def require_local_model(name: str) -> None:
+    """Refuse a `local:` model name wikirag does not ship (checked when the settings are read, not at the first
+    embedding)."""
+    if f"local:{name}" not in LOCAL_MODELS:
+        raise ConfigError(f"unknown local embedding model {name!r} (use {' or '.join(LOCAL_MODELS)})")
 
 
 class _Request:
@@ -349,8 +349,7 @@ def make_embedding_func(spec: EmbeddingSpec, counter: EmbeddingCounter, base_url
     if spec.provider == "local":
         # max_token_size is left unset: windowing means no text is ever truncated, and a limit here
         # would make LightRAG re-split chunks behind the cost model's back.
-        if f"local:{spec.model}" not in LOCAL_MODELS:  # a ConfigError now, not at the first embedding
-            raise unknown_local_model(spec.model)
+        require_local_model(spec.model)  # a spec made by hand is checked too
         embed = _counting(counter, lambda texts: asyncio.to_thread(shared_minilm(spec.model).embed, texts))
         return EmbeddingFunc(embedding_dim=spec.dim, func=embed, model_name=spec.model)
     if spec.provider == "openai":

@@ -22,12 +22,11 @@ from wikirag.errors import ConfigError, LLMNotConfigured, StoreLocked
 from wikirag.lightrag.answers import forget_answers, keep_answers
 from wikirag.lightrag.embeddings import (
     EMBEDDING_PROVIDERS,
-    LOCAL_MODELS,
     EmbeddingCounter,
     EmbeddingSpec,
     make_embedding_func,
     preload_local_model,
-    unknown_local_model,
+    require_local_model,
 )
 from wikirag.lightrag.guard import import_lightrag
 from wikirag.lightrag.storages import lightrag_environment, lightrag_storage_kwargs
@@ -48,8 +47,8 @@ def embedding_spec(config: WikiragConfig) -> EmbeddingSpec:
     if provider not in EMBEDDING_PROVIDERS:
         raise ConfigError(f"embedding model {config.embedding.model!r}: unknown provider {provider!r} "
                           f"(use one of {', '.join(EMBEDDING_PROVIDERS)})")
-    if provider == "local" and f"local:{model}" not in LOCAL_MODELS:  # before a run makes the store folder
-        raise unknown_local_model(model)
+    if provider == "local":
+        require_local_model(model)  # before a run makes the store folder
     return EmbeddingSpec(provider=provider, model=model, dim=config.embedding.dim)
 
 
