@@ -18,7 +18,7 @@ from wikirag.models import ParsedNote, ReadIssue, Resolution, WikiLink
 from wikirag.vault.ignore import IgnoreRules
 from wikirag.vault.links import LinkIndex, is_note, link_name_key, name_keys, wanted_name
 from wikirag.vault.memory import cyclic_gc_paused
-from wikirag.vault.read import MAX_NOTE_BYTES, ScanResult, inside_folder, nfc, read_note, scan_files
+from wikirag.vault.read import MAX_NOTE_BYTES, ScanResult, inside_folder, lies_in, nfc, read_note, scan_files
 
 
 class RestoredLinks(Sequence):
@@ -142,7 +142,7 @@ class Vault:
             vault.unreadable = list(scan.unreadable)
             if scan.unreadable and parsed:  # notes in folders that could not be listed are not gone
                 for path, (digest, note) in parsed.items():
-                    if path not in vault.notes and scan.holds_unknown(path):
+                    if path not in vault.notes and lies_in(path, scan.unreadable):
                         vault.notes[path], vault.digests[path] = note, digest
                         vault._abs[path] = str(root / path)
                 vault.notes = dict(sorted(vault.notes.items()))

@@ -67,10 +67,6 @@ class ScanResult:
     # hold is unknown, not gone, so the index keeps their notes as last indexed ("" is the vault itself).
     unreadable: list[str] = field(default_factory=list)
 
-    def holds_unknown(self, path: str) -> bool:
-        """Whether `path` lies in (or is) a folder or note this scan could not read."""
-        return lies_in(path, self.unreadable)
-
 
 def lies_in(path: str, places: Sequence[str]) -> bool:
     """Whether vault path `path` is one of `places` or lies in one of them ("" is the whole vault)."""
@@ -244,9 +240,7 @@ def read_note(abs_path: Path, rel: str, max_bytes: int = MAX_NOTE_BYTES) -> Read
     except FileNotFoundError:
         return _skipped(rel, "vanished before it could be read; skipped")
     except OSError as exc:
-        unreadable = _skipped(rel, f"cannot read ({_why(exc)}); {_KEPT}")
-        unreadable.unreadable = True
-        return unreadable
+        return _skipped(rel, f"cannot read ({_why(exc)}); {_KEPT}", unreadable=True)
     digest = hashlib.sha256(data).hexdigest()
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         return _skipped(rel, "UTF-16 text (only UTF-8 is read); skipped", digest)
@@ -304,8 +298,8 @@ def _read_bytes(path: Path, max_bytes: int) -> bytes:
     return data
 
 
-def _skipped(rel: str, message: str, digest: str = "") -> ReadResult:
-    return ReadResult(None, digest, [ReadIssue(rel, message, skipped=True)])
+def _skipped(rel: str, message: str, digest: str = "", unreadable: bool = False) -> ReadResult:
+    return ReadResult(None, digest, [ReadIssue(rel, message, skipped=True)], unreadable)
 
 
 def _size(size: int) -> str:
