@@ -12,7 +12,9 @@ from typer.testing import CliRunner
 
 from tests.storekit import HashEmbedding, copy_vault, snapshot
 from wikirag.cli import app
+from wikirag.errors import ConfigError
 from wikirag.index.ledger import Ledger
+from wikirag.plan.cost_settings import CostSettings
 from wikirag.query.retrieve import DEFAULT_MODE
 from wikirag.settings import load_config
 
@@ -358,6 +360,20 @@ def test_settings_that_would_fail_mid_run_are_refused_at_the_start(tmp_path, tom
 def test_a_whole_number_written_as_a_float_is_that_number(tmp_path):
     (tmp_path / "c.toml").write_text("[index]\nchunk_token_size = 400.0\n")
     assert load_config(tmp_path, config_file=tmp_path / "c.toml").index.chunk_token_size == 400
+
+
+def test_route_and_cost_settings_come_from_the_environment_too(tmp_path):
+    (tmp_path / "c.toml").write_text("[route]\nmin_resolved_links = 7\nmin_prose_tokens = 9\n[cost]\nprice_in = 1.0\n")
+    env = {"WIKIRAG_ROUTE_MIN_RESOLVED_LINKS": "3", "WIKIRAG_COST_PRICE_IN": "0.5", "WIKIRAG_COST_HINT": "false",
+           "WIKIRAG_COST_GLEANING": "2"}
+    config = load_config(tmp_path, config_file=tmp_path / "c.toml", environ=env)
+    assert (config.route.min_resolved_links, config.route.min_prose_tokens) == (3, 9)  # env over toml, per key
+    cost = CostSettings.from_config(config)
+    assert (cost.price_in, cost.hint, cost.gleaning) == (0.5, False, 2)  # typed as the fields, not strings
+    with pytest.raises(ConfigError, match=r"\[route\] min_resolved_link: unknown key"):
+        load_config(tmp_path, environ={"WIKIRAG_ROUTE_MIN_RESOLVED_LINK": "3"})
+    with pytest.raises(ConfigError, match=r"\[cost\] price_in: expected a number, got 'cheap'"):
+        CostSettings.from_config(load_config(tmp_path, environ={"WIKIRAG_COST_PRICE_IN": "cheap"}))
 
 
 def test_a_dry_run_refuses_a_bad_llm_setting_too(tmp_path, monkeypatch):

@@ -123,6 +123,15 @@ class RouteSettings:
         return settings_from_mapping(cls, values or {}, "route")
 
 
+def _number_kind(f: Any) -> type | None:
+    """bool, int or float for a field that holds one (also `int | None`, whose default says nothing), else None.
+    Annotations are strings here (`from __future__ import annotations`)."""
+    if isinstance(f.default, (bool, int, float)) and f.default is not None:
+        return type(f.default)
+    first = str(f.type).split("|")[0].strip()
+    return {"bool": bool, "int": int, "float": float}.get(first)
+
+
 def settings_from_mapping(cls: Any, values: Mapping[str, Any], section: str) -> Any:
     """A settings dataclass from one toml table, numbers coerced to the defaults' types; unknown keys are a
     ConfigError."""
@@ -131,12 +140,15 @@ def settings_from_mapping(cls: Any, values: Mapping[str, Any], section: str) -> 
     for key, value in values.items():
         if key not in known:
             raise ConfigError(f"[{section}] {key}: unknown key (known: {', '.join(sorted(known))})")
-        default = known[key].default
-        if isinstance(default, bool) or not isinstance(default, (int, float)) or isinstance(value, bool):
+        kind = _number_kind(known[key])
+        if kind is None or isinstance(value, bool):
             out[key] = value
             continue
+        if kind is bool:  # only a string (an environment variable) gets here
+            out[key] = value.strip().lower() in {"1", "true", "yes", "on"} if isinstance(value, str) else value
+            continue
         try:
-            out[key] = type(default)(value)
+            out[key] = kind(value)
         except (TypeError, ValueError):
             raise ConfigError(f"[{section}] {key}: expected a number, got {value!r}") from None
         if out[key] < 0:  # every number here is a count, a threshold or a ratio
@@ -287,6 +299,12 @@ def load_config(
         if env.get(var):
             sections[section] = _apply(sections[section], {key: env[var]}, "environment", section)
             named.add((section, key))
+
+    for name in ("route", "cost"):  # read by their own modules (routing, cost): the variables join the toml table
+        prefix = f"WIKIRAG_{name.upper()}_"
+        from_env = {var[len(prefix):].lower(): value for var, value in env.items() if var.startswith(prefix)}
+        if from_env:
+            file_values[name] = {**file_values.get(name, {}), **from_env}
 
     for name, values in (overrides or {}).items():
         if name == "storage":
