@@ -401,6 +401,24 @@ def test_an_index_on_embedded_equals_one_on_files_record_for_record(work):
     assert _embedded_snapshot(on_pg) == _as_pg(snapshot(fresh))
 
 
+def test_switching_a_store_to_embedded_with_no_note_changed_fills_the_new_backend(work):
+    """The manifest's "nothing changed" answer was keyed on the notes and the index settings only: the switched
+    run said "unchanged" and the embedded store stayed empty."""
+    from wikirag.index.run import run_index
+
+    vault = _embedded_vault(work)
+    on_file = load_config(vault, environ=FILE_ENV)  # the same store folder, file classes
+    first = run_index(on_file, embedding_func=HashEmbedding().func())
+    age_vault_files(vault)  # stat data old enough for the manifest to vouch for the files
+    assert run_index(on_file, embedding_func=HashEmbedding().func()).notes_new == 0
+
+    on_pg = load_config(vault)
+    switched = run_index(on_pg, embedding_func=HashEmbedding().func())
+    assert switched.notes_new == first.notes_new > 40
+    held = _rows(on_pg.storage, "SELECT count(*) FROM lightrag_doc_chunks WHERE workspace = %s", on_pg.workspace)
+    assert held[0][0] == first.chunks
+
+
 def test_an_index_run_leaves_planner_statistics_on_the_tables_it_filled(work):
     """The server may stop before autovacuum's first round: the run itself analyzes what it changed much."""
     from wikirag.index.run import run_index

@@ -275,9 +275,12 @@ def _unchanged(config: WikiragConfig, config_key: str, report: IndexReport, star
 
 
 def _config_key(config: WikiragConfig) -> str:
-    """Everything besides the files that decides what an index holds."""
+    """Everything besides the files that decides what an index holds, and where it is held: a run that switches
+    storage classes or PostgreSQL database with no note changed must fill the new store, not say "unchanged"."""
+    storage = config.storage
+    where = [storage.classes, storage.target if storage.uses_postgres else ""]  # the target names no password
     return stable_digest([DERIVATION_VERSION, vars(config.index), vars(config.route), config.route_overrides,
-                    config.llm.model, embedding_spec(config).identity, config.exclude])
+                          config.llm.model, embedding_spec(config).identity, config.exclude, where])
 
 
 def _remember_clean_run(config: WikiragConfig, files: dict[str, Any] | None, plan: Plan, report: IndexReport) -> None:
