@@ -362,6 +362,19 @@ def test_a_whole_number_written_as_a_float_is_that_number(tmp_path):
     assert load_config(tmp_path, config_file=tmp_path / "c.toml").index.chunk_token_size == 400
 
 
+def test_a_store_of_a_vault_with_no_note_yet_is_an_empty_index_to_readers(tmp_path, fast_embedding):
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    runner = CliRunner()
+    assert runner.invoke(app, ["index", str(vault)]).exit_code == 0
+    searched = runner.invoke(app, ["search", "anything at all", "--vault", str(vault), "--json"])
+    assert searched.exit_code == 0 and json.loads(searched.output)["hits"] == [], searched.output
+    asked = runner.invoke(app, ["query", "anything at all", "--vault", str(vault), "--json"])
+    assert asked.exit_code == 0 and json.loads(asked.output)["sources"] == [], asked.output
+    (vault / "First.md").write_text("The first note.\n")
+    assert json.loads(runner.invoke(app, ["index", str(vault), "--json"]).output)["notes_new"] == 1
+
+
 def test_route_and_cost_settings_come_from_the_environment_too(tmp_path):
     (tmp_path / "c.toml").write_text("[route]\nmin_resolved_links = 7\nmin_prose_tokens = 9\n[cost]\nprice_in = 1.0\n")
     env = {"WIKIRAG_ROUTE_MIN_RESOLVED_LINKS": "3", "WIKIRAG_COST_PRICE_IN": "0.5", "WIKIRAG_COST_HINT": "false",

@@ -229,6 +229,8 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
             api = batch_api(hinting.llm_func)
         await run_plan(StoreWriter(rag), ledger, plan, config, report, progress, hinting, live=live, batch=api,
                        should_stop=should_stop)
+        if not ledger.notes:  # no note to write (an empty vault): the head still records the store's model, so
+            ledger.save()  # readers find an empty index rather than none
         usage_after = _usage(hinting)
         (report.llm_calls, report.llm_input_tokens, report.llm_output_tokens, report.llm_cached_input_tokens,
          report.llm_cache_write_input_tokens) = (a - b for a, b in zip(usage_after, usage_before, strict=True))
