@@ -362,6 +362,19 @@ def test_a_whole_number_written_as_a_float_is_that_number(tmp_path):
     assert load_config(tmp_path, config_file=tmp_path / "c.toml").index.chunk_token_size == 400
 
 
+def test_a_pasted_book_is_not_a_search_query_in_any_mode(tmp_path, fast_embedding):
+    vault = copy_vault(Path(__file__).resolve().parent.parent / "sample_vault", tmp_path / "vault")
+    runner = CliRunner()
+    assert runner.invoke(app, ["index", str(vault)]).exit_code == 0
+    book = "Enigma " * 1200  # 8,400 characters
+    for mode in ("lexical", "naive", "hybrid"):
+        result = runner.invoke(app, ["search", book, "--vault", str(vault), "-m", mode])
+        assert result.exit_code == 1, result.output
+        assert "the query is 8,400 characters long" in result.output and "wikirag search" not in result.output
+    fits = runner.invoke(app, ["search", "Enigma " * 1000, "--vault", str(vault), "-m", "lexical", "--json"])
+    assert fits.exit_code == 0 and json.loads(fits.output)["hits"], fits.output
+
+
 def test_a_store_of_a_vault_with_no_note_yet_is_an_empty_index_to_readers(tmp_path, fast_embedding):
     vault = tmp_path / "vault"
     vault.mkdir()

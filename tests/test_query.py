@@ -259,7 +259,7 @@ def test_a_chunk_order_leaves_hits_without_ids_as_they_are():
 
 
 def test_a_pasted_book_is_not_a_question(store):
-    from wikirag.query.retrieve import MAX_QUESTION_CHARS
+    from wikirag.query.notes import MAX_QUESTION_CHARS
 
     with pytest.raises(QueryFailed, match="characters long"):
         ask(store, "Enigma " * (MAX_QUESTION_CHARS // 7 + 1))

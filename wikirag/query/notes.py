@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from wikirag.errors import QueryFailed
 from wikirag.index.lexical import IS_CJK, NAMES_FILENAME
 from wikirag.index.search_rows import read_rows
 from wikirag.settings import WikiragConfig
@@ -37,6 +38,21 @@ def as_question(text: str) -> str:
     out as UTF-8), and in NFC as the vault's names are (a question typed or pasted in NFD, as macOS file names
     are, would split "école" at its combining accent)."""
     return unicodedata.normalize("NFC", _SURROGATE.sub("\ufffd", text))
+
+
+MAX_QUESTION_CHARS = 8_000  # about 1,400 words: a question with a paragraph of context fits
+
+
+def read_question(text: str, what: str = "question") -> str:
+    """`as_question`, refusing an empty text and one over MAX_QUESTION_CHARS: LightRAG embeds a question whole
+    and its keywords (37 s for a pasted 700 KB), and BM25 and the passages read every word of it."""
+    question = as_question(text)
+    if not question.strip():
+        raise QueryFailed(f"the {what} is empty")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise QueryFailed(f"the {what} is {len(question):,} characters long; at most {MAX_QUESTION_CHARS:,} are "
+                          "read (ask about a note in a few words instead of pasting it)")
+    return question
 
 
 @dataclass

@@ -21,7 +21,7 @@ from wikirag.errors import QueryFailed, StoreNotFound
 from wikirag.index.store_model import adopt_store_embedding
 from wikirag.lightrag.engine import open_engine
 from wikirag.lightrag.query import errors_held, failure_message, query_param, too_short_for_retrieval
-from wikirag.query.notes import NoteTable, as_question, obsidian_uri, read_note_table
+from wikirag.query.notes import NoteTable, obsidian_uri, read_note_table, read_question
 from wikirag.settings import STORE_DIRNAME, WikiragConfig
 
 if TYPE_CHECKING:
@@ -66,9 +66,6 @@ class QueryResult:
     relations: list[dict[str, Any]] = field(default_factory=list)
     chunks: list[dict[str, Any]] = field(default_factory=list)
     sources: list[Source] = field(default_factory=list)
-
-
-MAX_QUESTION_CHARS = 8_000  # about 1,400 words: a question with a paragraph of context fits
 
 
 def find_vault(start: Path, environ: dict[str, str] | None = None) -> Path:
@@ -172,12 +169,7 @@ async def query_store(
     mode = mode.strip().lower()  # `-m MIX` is `-m mix`
     if mode not in MODES:
         raise QueryFailed(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
-    question = as_question(question)
-    if not question.strip():
-        raise QueryFailed("the question is empty")
-    if len(question) > MAX_QUESTION_CHARS:  # LightRAG embeds it whole, and its keywords: 37 s for 700 KB
-        raise QueryFailed(f"the question is {len(question):,} characters long; at most {MAX_QUESTION_CHARS:,} "
-                          "are read (ask about a note instead of pasting it, or use `wikirag search`)")
+    question = read_question(question)
     # without an open store: check there is one, and embed the question with the store's own model
     if rag is None and adopt_store_embedding(config) is None:
         raise StoreNotFound(f"{config.workspace_dir}: no index here; run `wikirag index {config.vault}` first")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from wikirag.errors import QueryFailed
 from wikirag.index.lexical import tokenize
 from wikirag.markdown.chunking import heading_path
-from wikirag.query.notes import NoteTable, as_question, obsidian_uri
+from wikirag.query.notes import NoteTable, obsidian_uri, read_question
 from wikirag.query.ranking import FUSION, fuse, note_rankings, rrf
 from wikirag.vault.read import read_vault_note
 
@@ -107,9 +107,7 @@ async def search_notes(config: WikiragConfig, query: str, *, notes: NoteTable, l
     mode = mode.strip().lower()  # `-m Hybrid` is `-m hybrid`
     if mode not in SEARCH_MODES:
         raise QueryFailed(f"unknown search mode {mode!r}; choose one of {', '.join(SEARCH_MODES)}")
-    query = as_question(query)
-    if not query.strip():
-        raise QueryFailed("the query is empty")
+    query = read_question(query, "query")
     limit = max(1, limit)
     result_notes: list[str] = []
     if lexical is None:
