@@ -158,6 +158,16 @@ COMMENTS = [
     ("$$\n[[x]]\n\n[[x2]]\n$$ [[y]]", ["y"]),  # a display-math block spans blank lines
     ("costs $$5 [[y]]", ["y"]),  # `$$` never closed: literal
     ("$5 and $10 for [[y]]", ["y"]),  # single dollars are not math
+    ("$[[x]]$ and [[y]]", ["y"]),  # inline math holds no link
+    ("$[t](x.md)$ [[y]]", ["y"]),
+    ("[the $R/I$ ring](y.md)", ["y.md"]),  # math inside a link's text is fine
+    ("[a $b](x.md) c$ [[y]]", ["y"]),  # math that cuts a link: no link
+    ("\\$[[y]]$", ["y"]),  # escaped opener
+    ("$ [[y]]$ and $[[z]] $", ["y", "z"]),  # a space after the opener or before the closer
+    ("$[[y]]$5", ["y"]),  # a closer before a digit
+    ("$x\n[[y]]$", ["y"]),  # inline math stays on its line
+    ("[[y$a]] and [[z$b]]", ["y$a", "z$b"]),  # a dollar inside a wikilink opens no math
+    ("$\\textrm{`}$ [[y]] `code`", ["y"]),  # a backtick inside math opens no code span
 ]
 
 
@@ -306,6 +316,15 @@ def test_frontmatter_links() -> None:
 
 
 # -- tags, headings, block ids, words ---------------------------------------------------------------------
+
+
+def test_no_tag_inside_inline_math() -> None:
+    assert parse_note("$a #b$ and #c, $x^2$ #d", "n.md").tags == ["c", "d"]
+
+
+def test_inline_math_stays_in_link_contexts() -> None:
+    note = parse_note("Since $a #b$ holds, see [[X]].", "n.md")
+    assert note.links[0].context == "Since $a #b$ holds, see X."
 
 
 def test_inline_tags() -> None:

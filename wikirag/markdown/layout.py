@@ -7,6 +7,9 @@
   paragraph, not inside a list), `$$` math blocks, `%%...%%` and `<!--...-->` comments (across lines and
   blank lines; unclosed runs to the end), and inline code spans (CommonMark backtick-run matching, across
   the lines of one paragraph) and one-line `$$...$$` math;
+- inline `$...$` `math` spans, kept apart from `ignored`: they hide links, tags and block ids, as in Obsidian,
+  but stay text for contexts, BM25 and prose measures (docs/retrieval.md: dropping inline math from BM25
+  hurt the math vault);
 - prose `blocks` (paragraph, list item, table row, heading), used to cut link contexts;
 - `headings` (ATX and setext) outside code and comments.
 
@@ -20,6 +23,8 @@ import re
 from dataclasses import dataclass, field
 from itertools import accumulate, count
 from operator import add
+
+from wikirag.markdown.wikilinks import WIKILINK
 
 BlockKind = str  # "para" | "list" | "row" | "heading"
 
@@ -45,6 +50,7 @@ class Layout:
 
     ignored: list[tuple[int, int]] = field(default_factory=list)  # code, comments, math
     hidden: list[tuple[int, int]] = field(default_factory=list)  # comments and math: kept out of contexts
+    math: list[tuple[int, int]] = field(default_factory=list)  # inline `$...$`: no links or tags inside
     blocks: list[tuple[int, int, BlockKind]] = field(default_factory=list)  # prose, in document order
     # (offset, level, text, 0-based body line)
     headings: list[tuple[int, int, str, int]] = field(default_factory=list)
@@ -129,9 +135,12 @@ class _Scanner:
                 ignored.append((a, close.end()))
                 pos = close.end()
             elif c == "$":
-                j = body.find("$$", a + 2, end) if body.startswith("$$", a) else -1
+                if not body.startswith("$$", a):
+                    pos = self.inline_math(a, start, end)
+                    continue
+                j = body.find("$$", a + 2, end)
                 if j < 0:
-                    pos = a + 1  # a lone `$`, or `$$` never closed in this paragraph: literal
+                    pos = a + 2  # `$$` never closed in this paragraph: literal
                     continue
                 ignored.append((a, j + 2))
                 self.out.hidden.append((a, j + 2))
@@ -152,6 +161,29 @@ class _Scanner:
                 ignored.append((a, j + len(closer)))
                 self.out.hidden.append((a, j + len(closer)))
                 pos = j + len(closer)
+
+    def inline_math(self, a: int, start: int, end: int) -> int:
+        """Mark `$...$` opened at body[a] (Obsidian's rules: the opener is not escaped, not followed by
+        whitespace, not inside a wikilink; the first unescaped `$` after it on the line closes, unless it
+        follows whitespace or precedes a digit, and then the opener is literal); return where to scan on."""
+        body = self.body
+        nxt = a + 1
+        if nxt >= end or body[nxt].isspace() or (a > start and is_escaped(body, a, start)):
+            return nxt
+        k = body.rfind("[[", start, a)  # `[[a$b]]`: the wikilink opened first and holds the `$`
+        if k >= 0:
+            link = WIKILINK.match(body, k)
+            if link is not None and link.end() > a:
+                return link.end()
+        eol = body.find("\n", nxt, end)
+        eol = end if eol < 0 else eol
+        j = body.find("$", nxt, eol)
+        while j >= 0 and is_escaped(body, j, nxt):
+            j = body.find("$", j + 1, eol)
+        if j < 0 or body[j - 1].isspace() or (j + 1 < end and body[j + 1].isdigit()):
+            return nxt  # `$5 and $10`: no closer, a lone dollar
+        self.out.math.append((a, j + 1))
+        return j + 1
 
     # -- lines ------------------------------------------------------------------------------------------
     def feed(self, lines: list[str]) -> Layout:

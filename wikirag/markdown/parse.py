@@ -59,7 +59,11 @@ def parse_note(text: str, path: str) -> ParsedNote:
 
     layout = lay_out(body)
     masked, in_code = mask_spans(body, layout.ignored)
-    found = _find_links(body, masked)
+    outside_code = masked  # Markdown links are found here: their text may hold inline math (`[$R/I$](x.md)`)
+    if layout.math:  # `$[[x]]$`, `$a #b$`: math, no link or tag
+        masked, in_math = mask_spans(masked, layout.math)
+        in_code += in_math
+    found = _find_links(body, masked, outside_code, layout.math)
     link_starts = [f.start for f in found]
     link_ends = [f.end for f in found]
 
@@ -107,9 +111,11 @@ def count_words(text: str) -> int:
     return marks.count(b" x") + (marks[:1] == b"x")
 
 
-def _find_links(body: str, masked: str) -> list[FoundLink]:
+def _find_links(body: str, masked: str, outside_code: str, math: list[tuple[int, int]]) -> list[FoundLink]:
+    """Wikilinks in `masked` (code, comments and math blanked), Markdown links in `outside_code` (math kept,
+    so a link's text may hold it, but a link that inline math holds or cuts is none)."""
     found: list[FoundLink] = []
-    if "[" not in masked:
+    if "[" not in outside_code:
         return found
     clean = masked is body  # nothing was masked: no need to compare
     for m in WIKILINK.finditer(masked):  # `wikilink_matches`, inlined
@@ -123,18 +129,33 @@ def _find_links(body: str, masked: str) -> list[FoundLink]:
         parts = split_wikilink(m.group(1))
         if parts is not None:
             found.append(FoundLink(a, b, embed, "wikilink", *parts))
-    if "](" in masked:
+    if "](" in outside_code:
         wiki_spans = [(f.start, f.end) for f in found]
-        for a, b, embed, text, dest in markdown_link_matches(masked):
-            if (not clean and masked[a:b] != body[a:b]) or any(s < b and a < e for s, e in wiki_spans):
+        clean = outside_code is body
+        math_starts = [s for s, _ in math]
+        for a, b, embed, text, dest in markdown_link_matches(outside_code):
+            if (not clean and outside_code[a:b] != body[a:b]) or any(s < b and a < e for s, e in wiki_spans):
                 continue
-            if is_escaped(masked, a + embed, 0):  # `\[t](x.md)` is literal text (CommonMark)
+            if math and not _math_inside(a, b, a + embed + 1, a + embed + 1 + len(text), math, math_starts):
+                continue
+            if is_escaped(outside_code, a + embed, 0):  # `\[t](x.md)` is literal text (CommonMark)
                 continue
             parts = split_destination(dest)
             if parts is not None:
                 found.append(FoundLink(a, b, embed, "markdown", *parts, text.strip() or None))
         found.sort(key=lambda f: f.start)
     return found
+
+
+def _math_inside(a: int, b: int, t0: int, t1: int, math: list[tuple[int, int]], starts: list[int]) -> bool:
+    """True when every inline math span that meets body[a:b] lies within its text body[t0:t1]."""
+    k = max(bisect_right(starts, a) - 1, 0)
+    while k < len(math) and math[k][0] < b:
+        s, e = math[k]
+        if e > a and not (t0 <= s and e <= t1):
+            return False
+        k += 1
+    return True
 
 
 def _block_ids(masked: str) -> list[str]:
