@@ -260,6 +260,8 @@ def test_frontmatter_values_are_json_safe() -> None:
         ("a: b: c", "invalid YAML at line 2"),
         ("- a list", "frontmatter is a YAML list, not a mapping of keys"),
         ("a: &x [*x, *x]\nb: &y [*a]", "invalid YAML"),
+        ("title: A\ntags: [x]\ntitle: B", "invalid YAML at line 4: duplicate key 'title'"),
+        ("a:\n  b: 1\n  b: 2", "invalid YAML at line 4: duplicate key 'b'"),
     ],
 )
 def test_broken_frontmatter(yaml: str, message: str) -> None:

@@ -92,6 +92,20 @@ def _yaml() -> tuple[Any, Any]:
         except ValueError:
             return text
 
+    def construct_mapping(loader: Any, node: Any, deep: bool = False) -> Any:
+        # Obsidian's YAML parser rejects a key written twice in one mapping ("Map keys must be unique") and
+        # shows the properties as invalid; PyYAML kept the last value silently.
+        seen: set[tuple[str, str]] = set()
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                key = (key_node.tag, key_node.value)
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        problem=f"duplicate key {key_node.value!r}", problem_mark=key_node.start_mark)
+                seen.add(key)
+        return SafeLoader.construct_mapping(loader, node, deep=deep)
+
+    Loader.construct_mapping = construct_mapping
     Loader.add_constructor("tag:yaml.org,2002:timestamp", timestamp)
     Loader.add_constructor("tag:yaml.org,2002:int", integer)
     # Obsidian reads frontmatter as YAML 1.2 (its `yaml` library's core schema): `no`, `on`, `Yes` are text,
