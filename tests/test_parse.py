@@ -320,6 +320,17 @@ def test_frontmatter_links() -> None:
 # -- tags, headings, block ids, words ---------------------------------------------------------------------
 
 
+def test_an_image_inside_a_link_is_an_embed() -> None:
+    note = parse_note("See [![alt](pic.png) #in](Note.md) and [![b](web.png)](https://x.y) #out. Next.", "n.md")
+    got = [(link.target, link.embed, link.context) for link in note.links]
+    assert got == [
+        ("Note.md", False, "See alt #in and b #out."),
+        ("pic.png", True, "See alt #in and b #out."),
+        ("web.png", True, "See alt #in and b #out."),
+    ]
+    assert note.tags == ["out"]  # a tag inside the link's text is the link's, after the image too
+
+
 def test_no_tag_inside_inline_math() -> None:
     assert parse_note("$a #b$ and #c, $x^2$ #d", "n.md").tags == ["c", "d"]
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
+from itertools import accumulate
 from typing import NamedTuple
 
 from wikirag.markdown.layout import Layout
@@ -97,7 +98,8 @@ class BodyLinks:
     ) -> None:
         self.body, self.masked, self.layout, self.found = body, masked, layout, found
         self.starts = starts
-        self.ends = [f.end for f in found]
+        # the furthest end so far: an image inside a link (`[![a](p.png)](x.md)`) ends before the link holding it
+        self.ends = list(accumulate((f.end for f in found), max))
         self.displays = [display_text(f.target, f.heading, f.block, f.label, f.embed) for f in found]
         self.offset = offset
         self.visible = mask_spans(body, list(layout.hidden), count=False)[0] if layout.hidden else body
@@ -186,7 +188,7 @@ class BodyLinks:
         while k < len(self.found) and self.found[k].start < end:
             if self.masked[pos : self.found[k].start].strip():
                 return False
-            pos, seen, k = self.found[k].end, True, k + 1
+            pos, seen, k = max(pos, self.found[k].end), True, k + 1
         return seen and not self.masked[pos:end].strip()
 
     def _render(self, start: int, end: int, kind: str) -> str:
@@ -196,6 +198,8 @@ class BodyLinks:
             f = found[i]
             if f.start >= end:
                 break
+            if f.start < pos:
+                continue  # an image inside a link: shown with the link's text
             pieces += (visible[pos : f.start], displays[i])
             pos = f.end
         pieces.append(visible[pos:end])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import posixpath
 import re
 from bisect import bisect_right
+from itertools import accumulate
 
 from wikirag.markdown.context import BodyLinks, FoundLink, clip_context, mask_spans
 from wikirag.markdown.layout import is_escaped, lay_out
@@ -65,7 +66,7 @@ def parse_note(text: str, path: str) -> ParsedNote:
         in_code += in_math
     found = _find_links(body, masked, outside_code, layout.math)
     link_starts = [f.start for f in found]
-    link_ends = [f.end for f in found]
+    link_ends = list(accumulate((f.end for f in found), max))  # `_inside` holds for an image inside a link
 
     links = _frontmatter_links(block, props) if block is not None and props.error is None else []
     if found:
@@ -133,16 +134,25 @@ def _find_links(body: str, masked: str, outside_code: str, math: list[tuple[int,
         wiki_spans = [(f.start, f.end) for f in found]
         clean = outside_code is body
         math_starts = [s for s, _ in math]
-        for a, b, embed, text, dest in markdown_link_matches(outside_code):
-            if (not clean and outside_code[a:b] != body[a:b]) or any(s < b and a < e for s, e in wiki_spans):
-                continue
-            if math and not _math_inside(a, b, a + embed + 1, a + embed + 1 + len(text), math, math_starts):
-                continue
-            if is_escaped(outside_code, a + embed, 0):  # `\[t](x.md)` is literal text (CommonMark)
-                continue
-            parts = split_destination(dest)
-            if parts is not None:
-                found.append(FoundLink(a, b, embed, "markdown", *parts, text.strip() or None))
+
+        def markdown(pos: int, endpos: int, inner: bool) -> None:
+            for a, b, embed, text, dest in markdown_link_matches(outside_code, pos, endpos):
+                if inner and not embed:
+                    continue  # in a link's text only an image counts (CommonMark: no link inside a link)
+                if (not clean and outside_code[a:b] != body[a:b]) or any(s < b and a < e for s, e in wiki_spans):
+                    continue
+                t0 = a + embed + 1
+                if math and not _math_inside(a, b, t0, t0 + len(text), math, math_starts):
+                    continue
+                if "](" in text:  # `[![alt](pic.png)](x.md)`: the image is an embed of pic.png, as Obsidian shows
+                    markdown(t0, t0 + len(text), True)
+                if is_escaped(outside_code, a + embed, 0):  # `\[t](x.md)` is literal text (CommonMark)
+                    continue
+                parts = split_destination(dest)
+                if parts is not None:
+                    found.append(FoundLink(a, b, embed, "markdown", *parts, text.strip() or None))
+
+        markdown(0, len(outside_code), False)
         found.sort(key=lambda f: f.start)
     return found
 

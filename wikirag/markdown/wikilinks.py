@@ -90,9 +90,11 @@ def wikilink_matches(text: str) -> Iterator[tuple[int, int, bool, str]]:
         yield a - embed, m.end(), embed, m.group(1)
 
 
-def markdown_link_matches(text: str) -> Iterator[tuple[int, int, bool, str, str]]:
-    """(start, end, embed, text, destination) for each `[text](dest)` / `![alt](dest)`."""
-    for m in MARKDOWN_LINK.finditer(text):
+def markdown_link_matches(
+    text: str, pos: int = 0, endpos: int | None = None
+) -> Iterator[tuple[int, int, bool, str, str]]:
+    """(start, end, embed, text, destination) for each `[text](dest)` / `![alt](dest)` in text[pos:endpos]."""
+    for m in MARKDOWN_LINK.finditer(text, pos, len(text) if endpos is None else endpos):
         a = m.start()
         embed = a > 0 and text[a - 1] == "!"
         yield a - embed, m.end(), embed, m.group(1), m.group(2)
