@@ -368,6 +368,13 @@ def test_block_ids() -> None:
     assert parse_note(text, "n.md").block_ids == ["p1", "item-2", "own-line"]
 
 
+def test_a_block_id_counts_only_on_the_blocks_last_line() -> None:
+    text = "one ^inner\ntwo ^last\n\n- a ^no\n  b ^item\n- c ^c\n\n> q ^qin\n> r ^q\n\ntext\n^below\n"
+    assert parse_note(text, "n.md").block_ids == ["last", "item", "c", "q", "below"]
+    # an item nested under a tab is its own block (the list goes on at any indent)
+    assert parse_note("- top\n\t- nested ^n1\n\t\t- deeper ^n2\n\t- back ^n3\n", "n.md").block_ids == ["n1", "n2", "n3"]
+
+
 def test_words_count_the_body_only() -> None:
     assert fm("title: many words here", body="one two\nthree\n").words == 3
 

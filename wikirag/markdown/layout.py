@@ -323,7 +323,8 @@ class _Scanner:
         if indent < 4 and first in "-*_" and _THEMATIC.match(stripped):
             self.flush()  # `***` / `- - -`: a thematic break, neither a list item nor text
             return self.mode != _NORMAL
-        if indent < 4 and first in "-*+0123456789" and _LIST_ITEM.match(stripped):
+        # inside a list an item may sit at any indent (a nested item under a tab-indented parent)
+        if (indent < 4 or self.in_list) and first in "-*+0123456789" and _LIST_ITEM.match(stripped):
             self.flush()
             if self.mode != _NORMAL:
                 return True

@@ -95,7 +95,7 @@ def parse_note(text: str, path: str) -> ParsedNote:
         body=body,
         body_line_offset=offset,
         headings=[Heading(level, title, line + offset + 1) for _, level, title, line in layout.headings],
-        block_ids=_block_ids(masked),
+        block_ids=_block_ids(masked, layout.blocks),
         links=links,
         links_in_code_ignored=in_code,
         words=count_words(body),
@@ -168,11 +168,16 @@ def _math_inside(a: int, b: int, t0: int, t1: int, math: list[tuple[int, int]], 
     return True
 
 
-def _block_ids(masked: str) -> list[str]:
+def _block_ids(masked: str, blocks: list[tuple[int, int, str]]) -> list[str]:
+    """`^id` at the end of a block's last line names the block; at the end of an inner line of a paragraph
+    or list item it is text, as in Obsidian."""
     if "^" not in masked:
         return []
-    found = (m for m in BLOCK_ID.finditer(masked) if m.start() == 0 or masked[m.start() - 1] in " \t\n")
-    return list(dict.fromkeys(m.group(1) for m in found))
+    found = [m for m in BLOCK_ID.finditer(masked) if m.start() == 0 or masked[m.start() - 1] in " \t\n"]
+    if not found:
+        return []
+    ends = {end for _, end, _ in blocks}
+    return list(dict.fromkeys(m.group(1) for m in found if m.end() in ends))
 
 
 def _inside(pos: int, starts: list[int], ends: list[int]) -> bool:
