@@ -38,6 +38,9 @@ _LIST_ITEM = re.compile(r"(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
 _TABLE_DELIM = re.compile(r"\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
 _INLINE_OPEN = re.compile(r"[`%<$]")  # a one-character class lets `re` scan fast; the rest is checked by hand
 _BACKTICKS = re.compile(r"`+")
+# Inline math as Obsidian reads it: the opener is not followed by whitespace, and the first unescaped `$` after it
+# on the line closes, unless it follows whitespace or comes before a digit (then the opener is a lone dollar)
+_INLINE_MATH = re.compile(r"\$(?=[^\s$])(?:[^$\\\n]|\\.)*(?<=\S)\$(?!\d)")
 _BACKTICK_CLOSERS: dict[int, re.Pattern[str]] = {}
 
 # scanner modes
@@ -163,27 +166,19 @@ class _Scanner:
                 pos = j + len(closer)
 
     def inline_math(self, a: int, start: int, end: int) -> int:
-        """Mark `$...$` opened at body[a] (Obsidian's rules: the opener is not escaped, not followed by
-        whitespace, not inside a wikilink; the first unescaped `$` after it on the line closes, unless it
-        follows whitespace or precedes a digit, and then the opener is literal); return where to scan on."""
+        """Mark `$...$` opened at body[a] unless the opener is escaped or sits inside a wikilink (`[[a$b]]`:
+        the link opened first); return where to scan on."""
         body = self.body
-        nxt = a + 1
-        if nxt >= end or body[nxt].isspace() or (a > start and is_escaped(body, a, start)):
-            return nxt
-        k = body.rfind("[[", start, a)  # `[[a$b]]`: the wikilink opened first and holds the `$`
+        m = _INLINE_MATH.match(body, a, end)
+        if m is None or (a > start and body[a - 1] == "\\" and is_escaped(body, a, start)):
+            return a + 1  # `$5 and $10`: a lone dollar
+        k = body.rfind("[[", start, a)
         if k >= 0:
             link = WIKILINK.match(body, k)
             if link is not None and link.end() > a:
-                return link.end()
-        eol = body.find("\n", nxt, end)
-        eol = end if eol < 0 else eol
-        j = body.find("$", nxt, eol)
-        while j >= 0 and is_escaped(body, j, nxt):
-            j = body.find("$", j + 1, eol)
-        if j < 0 or body[j - 1].isspace() or (j + 1 < end and body[j + 1].isdigit()):
-            return nxt  # `$5 and $10`: no closer, a lone dollar
-        self.out.math.append((a, j + 1))
-        return j + 1
+                return a + 1
+        self.out.math.append(m.span())
+        return m.end()
 
     # -- lines ------------------------------------------------------------------------------------------
     def feed(self, lines: list[str]) -> Layout:
