@@ -58,6 +58,7 @@ LINK_FORMS = [
     ("[t](a(b).md)", {"target": "a(b).md", "label": "t", "kind": "markdown"}),
     ("[](Note.md)", {"target": "Note.md", "kind": "markdown"}),
     ("![alt](img.png)", {"target": "img.png", "label": "alt", "embed": True, "kind": "markdown"}),
+    ("[wrapped\ntext](Note.md)", {"target": "Note.md", "label": "wrapped text", "kind": "markdown"}),
 ]
 
 
@@ -89,6 +90,11 @@ NOT_LINKS = [
     "%%[[in a comment]]%%",
     "<!-- [[in an HTML comment]] -->",
     "$$[[in math]]$$",
+    "$[[in inline math]]$",
+    "[across\n\na blank line](Note.md)",
+    "[across\n- a list item](Note.md)",
+    "[across\n# a heading](Note.md)",
+    "[into\n> a quote](Note.md)",
 ]
 
 
@@ -318,6 +324,12 @@ def test_frontmatter_links() -> None:
 
 
 # -- tags, headings, block ids, words ---------------------------------------------------------------------
+
+
+def test_link_text_across_a_soft_line_break() -> None:
+    note = parse_note("- [a wrapped\n  label](A.md) ends. Next.\n> [quoted\n> label](B.md)\n", "n.md")
+    got = [(link.label, link.line, link.context) for link in note.links]
+    assert got == [("a wrapped label", 1, "a wrapped label ends. Next."), ("quoted label", 3, "quoted label")]
 
 
 def test_an_image_inside_a_link_is_an_embed() -> None:

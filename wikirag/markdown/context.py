@@ -133,13 +133,14 @@ class BodyLinks:
                     kind=kind,
                     line=offset + bisect_right(line_starts, start),
                     section=heading_paths[k] if k >= 0 else (),
-                    context=context(start, display),
+                    context=context(start, display, end),
                 )
             )
         return out
 
-    def context(self, at: int, display: str) -> str:
-        """The sentence holding the link (the whole line for list items, table rows and headings)."""
+    def context(self, at: int, display: str, link_end: int) -> str:
+        """The sentence holding the link (the whole line for list items, table rows and headings; the lines
+        for a link whose text wraps onto the next line of a list item)."""
         k = bisect_right(self.block_starts, at) - 1
         if k < 0:
             return ""
@@ -154,7 +155,7 @@ class BodyLinks:
             ws, we = bounds[j - 1], bounds[j] if j < len(bounds) else be
         else:
             ws = max(bs, self.body.rfind("\n", 0, at) + 1)
-            nl = self.body.find("\n", at, be)
+            nl = self.body.find("\n", max(at, link_end), be)
             we = be if nl < 0 else nl
         text = self.rendered.get((ws, we))
         if text is None:
@@ -186,8 +187,8 @@ class BodyLinks:
         k = bisect_left(self.starts, start)
         pos, seen = start, False
         while k < len(self.found) and self.found[k].start < end:
-            if self.masked[pos : self.found[k].start].strip():
-                return False
+            if self.masked[pos : self.found[k].start].strip() or self.found[k].end > end:
+                return False  # text before the link, or a link whose text goes on to the next line
             pos, seen, k = max(pos, self.found[k].end), True, k + 1
         return seen and not self.masked[pos:end].strip()
 

@@ -14,12 +14,12 @@ from bisect import bisect_right
 from itertools import accumulate
 
 from wikirag.markdown.context import BodyLinks, FoundLink, clip_context, mask_spans
-from wikirag.markdown.layout import is_escaped, lay_out
+from wikirag.markdown.layout import Layout, is_escaped, lay_out
 from wikirag.markdown.properties import FrontmatterBlock, Properties, load_properties, split_frontmatter
 from wikirag.markdown.wikilinks import (
+    MARKDOWN_LINK_ACROSS_LINES,
     WIKILINK,
     display_text,
-    markdown_link_matches,
     split_destination,
     split_wikilink,
     wikilink_matches,
@@ -28,6 +28,10 @@ from wikirag.models import Heading, ParsedNote, WikiLink
 
 # Obsidian tags: no ASCII punctuation but - _ /, no Unicode punctuation; must follow whitespace (by hand)
 TAG = re.compile(r"#([^\s!-,.:-@\[-\^`{-~\u2000-\u206f\u2e00-\u2e7f]+)")
+
+
+# a line break in a link's text, with the next line's indent and `>` markers: one space, as Obsidian shows it
+_SOFT_BREAK = re.compile(r"[ \t]*\n[ \t]*(?:>[ \t]?)*[ \t]*")
 
 
 BLOCK_ID = re.compile(r"\^([A-Za-z0-9-]+)[ \t]*$", re.MULTILINE)  # must follow a space or start a line
@@ -64,7 +68,7 @@ def parse_note(text: str, path: str) -> ParsedNote:
     if layout.math:  # `$[[x]]$`, `$a #b$`: math, no link or tag
         masked, in_math = mask_spans(masked, layout.math)
         in_code += in_math
-    found = _find_links(body, masked, outside_code, layout.math)
+    found = _find_links(body, masked, outside_code, layout)
     link_starts = [f.start for f in found]
     link_ends = list(accumulate((f.end for f in found), max))  # `_inside` holds for an image inside a link
 
@@ -112,9 +116,11 @@ def count_words(text: str) -> int:
     return marks.count(b" x") + (marks[:1] == b"x")
 
 
-def _find_links(body: str, masked: str, outside_code: str, math: list[tuple[int, int]]) -> list[FoundLink]:
+def _find_links(body: str, masked: str, outside_code: str, layout: Layout) -> list[FoundLink]:
     """Wikilinks in `masked` (code, comments and math blanked), Markdown links in `outside_code` (math kept,
-    so a link's text may hold it, but a link that inline math holds or cuts is none)."""
+    so a link's text may hold it, but a link that inline math holds or cuts is none). A Markdown link's text
+    may go on across a soft line break within one paragraph or list item, as in Obsidian."""
+    math = layout.math
     found: list[FoundLink] = []
     if "[" not in outside_code:
         return found
@@ -135,8 +141,18 @@ def _find_links(body: str, masked: str, outside_code: str, math: list[tuple[int,
         clean = outside_code is body
         math_starts = [s for s, _ in math]
 
+        one_block = _OneBlock(layout.blocks)
+
         def markdown(pos: int, endpos: int, inner: bool) -> None:
-            for a, b, embed, text, dest in markdown_link_matches(outside_code, pos, endpos):
+            while (m := MARKDOWN_LINK_ACROSS_LINES.search(outside_code, pos, endpos)) is not None:
+                a, b = m.span()
+                text, dest = m.group(1), m.group(2)
+                if "\n" in text and not one_block(a, b):
+                    pos = a + 1  # text across list items, a heading or a quote: no link from this `[`
+                    continue
+                pos = b
+                embed = a > 0 and outside_code[a - 1] == "!"
+                a -= embed
                 if inner and not embed:
                     continue  # in a link's text only an image counts (CommonMark: no link inside a link)
                 if (not clean and outside_code[a:b] != body[a:b]) or any(s < b and a < e for s, e in wiki_spans):
@@ -150,11 +166,25 @@ def _find_links(body: str, masked: str, outside_code: str, math: list[tuple[int,
                     continue
                 parts = split_destination(dest)
                 if parts is not None:
-                    found.append(FoundLink(a, b, embed, "markdown", *parts, text.strip() or None))
+                    label = _SOFT_BREAK.sub(" ", text) if "\n" in text else text
+                    found.append(FoundLink(a, b, embed, "markdown", *parts, label.strip() or None))
 
         markdown(0, len(outside_code), False)
         found.sort(key=lambda f: f.start)
     return found
+
+
+class _OneBlock:
+    """Does body[a:b] lie within one paragraph or list item? (block starts are listed on the first call)"""
+
+    def __init__(self, blocks: list[tuple[int, int, str]]) -> None:
+        self.blocks, self.starts = blocks, None
+
+    def __call__(self, a: int, b: int) -> bool:
+        if self.starts is None:
+            self.starts = [start for start, _, _ in self.blocks]
+        k = bisect_right(self.starts, a) - 1
+        return k >= 0 and b <= self.blocks[k][1] and self.blocks[k][2] in ("para", "list")
 
 
 def _math_inside(a: int, b: int, t0: int, t1: int, math: list[tuple[int, int]], starts: list[int]) -> bool:

@@ -12,11 +12,18 @@ from urllib.parse import unquote
 WIKILINK = re.compile(r"\[\[([^\[\]\n]*)\]\]")
 
 
-MARKDOWN_LINK = re.compile(
-    r"\[((?:[^\[\]\n\\]|\\.|\[[^\[\]\n]*\])*)\]"  # text, one level of nested brackets
+_DESTINATION = (
     r"\(\s*(<[^<>\n]*>|(?:[^\s()<>\\]|\\.|\([^\s()]*\))+)"  # destination, balanced parentheses
     r"(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?\s*\)"  # optional title
 )
+
+
+MARKDOWN_LINK = re.compile(r"\[((?:[^\[\]\n\\]|\\.|\[[^\[\]\n]*\])*)\]" + _DESTINATION)  # one level of nesting
+
+
+# The text may go on across a soft line break (never a blank line): the parser keeps such a match only inside one
+# paragraph or list item, so it cannot join list items, headings or quotes.
+MARKDOWN_LINK_ACROSS_LINES = re.compile(r"\[((?:[^\[\]\n\\]|\\.|\n(?![ \t]*\n)|\[[^\[\]\n]*\])*)\]" + _DESTINATION)
 
 
 _ANY_MARKDOWN_LINK = re.compile("!?" + MARKDOWN_LINK.pattern)
