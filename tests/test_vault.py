@@ -188,6 +188,30 @@ def test_symlinks(tmp_path: Path) -> None:
 
 
 @needs_symlinks
+def test_the_scan_records_the_symlinks_that_lead_inside_the_vault(tmp_path: Path) -> None:
+    """What `watch` maps events through: an event names the real path that changed, never the link's."""
+    vault, outside = tmp_path / "vault", tmp_path / "outside"
+    write(outside, "secret.md")
+    write(vault, "real/Target.md")
+    write(vault, ".shelf/sub/Deep.md")
+    os.symlink(vault / "real" / "Target.md", vault / "Shortcut.md")
+    os.symlink(vault / ".shelf", vault / "Shelf", target_is_directory=True)
+    os.symlink(vault / "real", vault / "alias", target_is_directory=True)  # the real folder is walked instead
+    os.symlink(vault / "gone", vault / "broken")
+    os.symlink(outside / "secret.md", vault / "leak.md")
+    links = scan_vault(vault).symlinks
+    real = os.path.realpath
+    assert links.paths == {"Shortcut.md", "Shelf", "alias", "broken"}
+    assert links.vault_paths(real(vault / "real" / "Target.md")) == ["Shortcut.md"]
+    assert links.vault_paths(real(vault / "real")) == ["Shortcut.md"]  # the target's folder moved or removed
+    assert links.vault_paths(real(vault / ".shelf" / "sub" / "Deep.md")) == ["Shelf/sub/Deep.md"]
+    assert links.vault_paths(real(vault / "real" / "Other.md")) == []  # the real folder's own path stands
+    assert all(links.relinks(real(vault / p)) for p in (".shelf", "real", "gone"))
+    assert not links.relinks(real(vault / ".shelf" / "sub" / "Deep.md"))
+    assert links.touches("Shelf") and not links.touches("real")
+
+
+@needs_symlinks
 def test_a_symlink_loop_is_reported_as_a_symlink_loop(tmp_path: Path) -> None:
     """Found by the vault fuzzer: a.md -> b.md -> a.md was reported as "cannot read (Too many levels of
     symbolic links)", the raw errno text, instead of saying what is wrong with the file."""

@@ -363,3 +363,64 @@ def test_the_watcher_does_its_first_saves_setup_before_it_reports_ready(vault, t
         note.write_text(note.read_text(encoding="utf-8") + "\nA line written while watched.\n", encoding="utf-8")
         watcher.settle()
         assert sum(b.notes_changed for b in watcher.batches) == 1
+
+
+needs_symlinks = pytest.mark.skipif(os.name == "nt", reason="needs symlinks")
+
+
+def _vault_with_symlinks(tmp_path: Path) -> tuple[Path, Path]:
+    """A vault whose Shortcut.md links to real/Target.md, and whose folder Shelf links to the dot-folder .shelf
+    (the scan follows both: their targets lie inside the vault), and its Target.md."""
+    vault = tmp_path / "vault"
+    target = vault / "real" / "Target.md"
+    target.parent.mkdir(parents=True)
+    target.write_text("Target, first version.\n")
+    (vault / ".shelf").mkdir()
+    (vault / ".shelf" / "Deep.md").write_text("Deep, first version.\n")
+    os.symlink(target, vault / "Shortcut.md")
+    os.symlink(vault / ".shelf", vault / "Shelf", target_is_directory=True)
+    return vault, target
+
+
+@needs_symlinks
+def test_an_edit_to_the_target_of_a_symlinked_note_or_folder_reaches_the_link(tmp_path):
+    """Found by a review: watchdog reports an edit under the link's target's real path (real/Target.md,
+    .shelf/Deep.md), never under the link's, so Shortcut.md and Shelf/Deep.md kept their old text."""
+    vault, target = _vault_with_symlinks(tmp_path)
+    with Watcher(vault, tmp_path / "store") as watcher:
+        target.write_text("Target, now linking [[Deep]].\n")
+        (vault / ".shelf" / "Deep.md").write_text("Deep, now linking [[Target]].\n")
+        (vault / ".shelf" / "Added.md").write_text("Added on the shelf; see [[Shortcut]].\n")
+        watcher.settle()
+        assert sum(b.notes_new for b in watcher.batches) == 1, watcher.batches
+    assert snapshot(watcher.config) == fresh_snapshot(vault, tmp_path / "fresh")
+
+
+@needs_symlinks
+def test_symlinks_made_while_watching_end_as_a_fresh_index(tmp_path):
+    """A link made while watched was read as its target (the event path was resolved): Later.md never
+    appeared. A second link to .shelf that sorts first (Annex) takes the folder over from Shelf."""
+    vault, target = _vault_with_symlinks(tmp_path)
+    with Watcher(vault, tmp_path / "store") as watcher:
+        os.symlink(target, vault / "Later.md")
+        os.symlink(vault / ".shelf", vault / "Annex", target_is_directory=True)
+        watcher.settle()
+        target.write_text("Target, edited after Later.md appeared.\n")
+        (vault / ".shelf" / "Deep.md").write_text("Deep, edited while Annex holds it.\n")
+        watcher.settle()
+    assert snapshot(watcher.config) == fresh_snapshot(vault, tmp_path / "fresh")
+
+
+@needs_symlinks
+def test_symlinks_removed_while_watching_end_as_a_fresh_index(tmp_path):
+    """Removing Annex, the link that held .shelf, gives the folder back to Shelf, which the scan had passed
+    over (each folder is walked once); later edits in .shelf reach Shelf's notes."""
+    vault, _target = _vault_with_symlinks(tmp_path)
+    os.symlink(vault / ".shelf", vault / "Annex", target_is_directory=True)
+    with Watcher(vault, tmp_path / "store") as watcher:
+        (vault / "Annex").unlink()
+        (vault / "Shortcut.md").unlink()
+        watcher.settle()
+        (vault / ".shelf" / "Deep.md").write_text("Deep, edited once Shelf holds it again.\n")
+        watcher.settle()
+    assert snapshot(watcher.config) == fresh_snapshot(vault, tmp_path / "fresh")

@@ -19,7 +19,7 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from wikirag.lightrag.engine import preload_embedder
 from wikirag.llm.redact import redact
 from wikirag.settings import WikiragConfig
 from wikirag.vault.model import Vault
+from wikirag.vault.read import Symlinks
 
 # Editor and OS droppings that are never notes: swap, backup, temp and lock files.
 _IGNORED_SUFFIXES = (".swp", ".swo", ".swx", ".tmp", ".temp", ".crdownload", ".part", "~", ".bak")
@@ -75,54 +76,86 @@ class BatchReport:
 
 
 class _EventCollector(FileSystemEventHandler):
-    """Receives watchdog events on its thread; the watch loop drains them on its own."""
+    """Receives watchdog events on its thread; the watch loop drains them on its own.
+
+    An event names the real path that changed, so a note the scan reads through a symlink (Shortcut.md ->
+    real/Target.md, Shelf -> .shelf) changes under its target's path: the events' real paths are kept, and
+    the loop maps them to vault paths through the symlinks of the vault it holds (`touched`)."""
 
     def __init__(self, root: Path, store: Path) -> None:
         super().__init__()
-        self.root = root.resolve()
-        self.store = store.resolve()
+        self.root = str(root.resolve())
+        self.store = str(store.resolve())
         self._lock = threading.Lock()
-        self._paths: set[str] = set()
+        self._reals: set[str] = set()  # real paths of the events that touch the vault, since the last drain
         self.last_event = 0.0
         self.root_lost = False  # the vault folder itself was deleted or moved away: its watches are gone
+        self._symlinks = Symlinks()  # those of the vault the loop holds
+        # While the vault is read, events that touch nothing through the symlinks known so far are held: the
+        # read may find a link that reads them (the first read finds every link; a read made for a new link).
+        self._held: list[str] | None = []
 
-    def _relative(self, raw: str | bytes) -> str | None:
-        path = Path(os.fsdecode(raw)).resolve() if raw else None
-        if path is None:
-            return None
-        if path == self.store or self.store in path.parents:
-            return None
-        try:
-            rel = path.relative_to(self.root).as_posix()
-        except ValueError:
-            return None
-        return None if not rel or rel == "." or ignored_path(rel) else rel
+    def touched(self, reals: Iterable[str], symlinks: Symlinks) -> tuple[set[str], bool]:
+        """The vault paths (as on disk) that events at `reals` touch, their own and those of the links that read
+        them; and whether one can change which folders the scan walks through a link (then read the vault whole)."""
+        paths: set[str] = set()
+        relinked = False
+        for real in reals:
+            if real == self.store or real.startswith(self.store + os.sep):
+                continue
+            own = real[len(self.root) + 1:].replace(os.sep, "/") if real.startswith(self.root + os.sep) else ""
+            paths.update(p for p in (own, *symlinks.vault_paths(real)) if p and not ignored_path(p))
+            relinked = relinked or symlinks.relinks(real)
+        return paths, relinked
 
     def dispatch(self, event: Any) -> None:
         kind = getattr(event, "event_type", "")
         # A folder's "modified" only says its listing changed; the children's own events follow.
         if kind in {"opened", "closed_no_write"} or (kind == "modified" and event.is_directory):
             return
-        if kind in {"deleted", "moved"} and event.is_directory and event.src_path \
-                and Path(os.fsdecode(event.src_path)).resolve() == self.root:
+        reals = [os.path.normpath(os.fsdecode(raw)) for raw in (event.src_path, getattr(event, "dest_path", ""))
+                 if raw]
+        if kind in {"deleted", "moved"} and event.is_directory and reals and reals[0] == self.root:
             self.root_lost = True
-        touched = [self._relative(event.src_path), self._relative(getattr(event, "dest_path", "") or "")]
-        touched = [t for t in touched if t]
-        if touched:
-            with self._lock:
-                self._paths.update(touched)
-                self.last_event = time.monotonic()
+        with self._lock:
+            for real in reals:
+                if self._matters(real, self._symlinks):
+                    self._reals.add(real)
+                    self.last_event = time.monotonic()
+                elif self._held is not None:
+                    self._held.append(real)
+
+    def _matters(self, real: str, symlinks: Symlinks) -> bool:
+        paths, relinked = self.touched([real], symlinks)
+        return bool(paths) or relinked
+
+    def reading(self) -> None:
+        """The loop starts reading the whole vault."""
+        with self._lock:
+            self._held = []
+
+    def follow(self, symlinks: Symlinks) -> None:
+        """The loop read the vault whole and holds these symlinks now: events held during the read that touch
+        the vault through them are taken."""
+        with self._lock:
+            self._symlinks = symlinks
+            held, self._held = self._held or [], None
+            for real in held:
+                if self._matters(real, symlinks):
+                    self._reals.add(real)
+                    self.last_event = time.monotonic()
 
     def drain_if_quiet(self, quiet_seconds: float) -> set[str] | None:
+        """The real paths of the events since the last drain, once none came for `quiet_seconds`."""
         with self._lock:
-            if not self._paths or time.monotonic() - self.last_event < quiet_seconds:
+            if not self._reals or time.monotonic() - self.last_event < quiet_seconds:
                 return None
-            paths, self._paths = self._paths, set()
-            return paths
+            reals, self._reals = self._reals, set()
+            return reals
 
     def pending(self) -> int:
         with self._lock:
-            return len(self._paths)
+            return len(self._reals)
 
 
 def _folder_identity(path: Path) -> tuple[int, int] | None:
@@ -134,13 +167,21 @@ def _folder_identity(path: Path) -> tuple[int, int] | None:
     return (info.st_dev, info.st_ino) if stat.S_ISDIR(info.st_mode) else None
 
 
-def apply_paths(vault: Vault, paths: set[str]) -> None:
-    """Bring the in-memory vault up to date for the touched paths, reading the disk as it is now."""
+def apply_paths(vault: Vault, paths: set[str]) -> bool:
+    """Bring the in-memory vault up to date for the touched paths, reading the disk as it is now. True, with
+    the vault partly updated, when the paths make, remove or hold a symlink: which folders the scan walks
+    through links, and under which path, depends on the whole vault (real folders first, each folder once),
+    so the caller reads it whole."""
+    if any(vault.symlinks.touches(rel) or os.path.islink(vault.root / rel) for rel in paths):
+        return True
     for rel in sorted(paths):
         abs_path = vault.root / rel
         if abs_path.is_dir():
             for dirpath, dirnames, filenames in os.walk(abs_path):
                 dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+                filenames = [f for f in filenames if not f.startswith(".")]
+                if any(os.path.islink(os.path.join(dirpath, name)) for name in (*dirnames, *filenames)):
+                    return True
                 for name in filenames:
                     child = (Path(dirpath) / name).relative_to(vault.root).as_posix()
                     if not ignored_path(child):
@@ -149,6 +190,7 @@ def apply_paths(vault: Vault, paths: set[str]) -> None:
             vault.update_file(rel)
         else:
             vault.remove_file(rel)  # a file, or every file under a removed/moved-away folder
+    return False
 
 
 async def watch_vault(
@@ -175,8 +217,19 @@ async def watch_vault(
         observer.schedule(collector, str(config.vault.resolve()), recursive=True)
         observer.start()
         root = _folder_identity(config.vault)
+
+        def read_whole() -> Vault:
+            collector.reading()
+            read = None
+            try:
+                read = Vault.load(config.vault, exclude=config.exclude)
+            finally:
+                collector.follow(read.symlinks if read is not None else vault.symlinks)
+            return read
+
         try:
             vault = Vault.load(config.vault, exclude=config.exclude)
+            collector.follow(vault.symlinks)
             counter = engine_kwargs.pop("embedding_counter", None) or EmbeddingCounter()
             hinting = hinting_llm(config, engine_kwargs.pop("llm_func", None))
             run = {"rag": None, "hinting": hinting, "locked": True, "embedding_counter": counter,
@@ -204,7 +257,7 @@ async def watch_vault(
                     if on_initial:
                         on_initial(initial)
                     retry.after(initial, hinting is not None)
-                rescan = False
+                rescan = reread = False
                 while not stop.is_set():
                     await asyncio.sleep(poll_seconds)
                     now = _folder_identity(config.vault)
@@ -217,18 +270,18 @@ async def watch_vault(
                         observer.unschedule_all()
                         observer.schedule(collector, str(config.vault.resolve()), recursive=True)
                         root, rescan = now, True
-                    paths = collector.drain_if_quiet(quiet_seconds)
-                    if not paths and not retry.due() and not failures.due() and not rescan:
+                    reals = collector.drain_if_quiet(quiet_seconds)
+                    if not reals and not retry.due() and not failures.due() and not rescan:
                         continue
-                    paths = paths or set()  # a retry: notes whose extraction failed, or a failed batch
+                    # Empty for a retry: notes whose extraction failed, or a failed batch
+                    paths, relinked = collector.touched(reals or (), vault.symlinks)
                     batch += 1
                     started = time.perf_counter()
                     try:
-                        if rescan or len(paths) > FULL_RESCAN_ABOVE:
-                            rescan = False
-                            vault = Vault.load(config.vault, exclude=config.exclude)
-                        else:
-                            apply_paths(vault, paths)
+                        if rescan or reread or relinked or len(paths) > FULL_RESCAN_ABOVE or apply_paths(vault, paths):
+                            rescan, reread = False, True  # until the read succeeds: the retry reads again
+                            vault = read_whole()
+                            reread = False
                         report = await index_vault(config, vault=vault, should_stop=stop.is_set, **run)
                     except Exception as exc:  # noqa: BLE001
                         # The write-ahead ledger on disk still says what the store misses; the next attempt

@@ -18,7 +18,7 @@ from wikirag.models import ParsedNote, ReadIssue, Resolution, WikiLink
 from wikirag.vault.ignore import IgnoreRules
 from wikirag.vault.links import LinkIndex, is_note, link_name_key, name_keys, wanted_name
 from wikirag.vault.memory import cyclic_gc_paused
-from wikirag.vault.read import MAX_NOTE_BYTES, ScanResult, inside_folder, lies_in, nfc, read_note, scan_files
+from wikirag.vault.read import MAX_NOTE_BYTES, ScanResult, Symlinks, inside_folder, lies_in, nfc, read_note, scan_files
 
 
 class RestoredLinks(Sequence):
@@ -77,6 +77,7 @@ class Vault:
         self.stats: dict[str, tuple[int, int]] = {}  # note -> (size, mtime_ns) as scanned by `load`
         self.clean: set[str] = set()  # notes read without a problem by `load` (or taken from `trusted`)
         self.unreadable: list[str] = []  # folders and notes `load`'s scan could not read: kept, not gone
+        self.symlinks = Symlinks()  # those `load`'s scan met (`watch` maps events on their targets back to them)
         self.touched: set[str] = set()  # notes parsed, relinked or removed since the last `take_touched()`
         self.paths_digest = ""  # of the note and attachment paths links resolve among (`load`)
         self._index: LinkIndex | None = None  # built on first use (`_links`)
@@ -140,6 +141,7 @@ class Vault:
                     vault.digests[note.path] = read.digest
                     vault._abs[note.path] = note.disk_path
             vault.unreadable = list(scan.unreadable)
+            vault.symlinks = scan.symlinks
             if scan.unreadable and parsed:  # notes in folders that could not be listed are not gone
                 for path, (digest, note) in parsed.items():
                     if path not in vault.notes and lies_in(path, scan.unreadable):

@@ -12,6 +12,7 @@ import sys
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,61 @@ class NoteFile:
 
 
 @dataclass
+class Symlinks:
+    """The symlinks a scan met that lead inside the vault, for `watch`: a file-system event names the real
+    path that changed (real/Target.md), never the link the vault reads it under (Shortcut.md). Vault paths
+    here are spelled as on disk, as event paths are; real paths are os.path.realpath's."""
+
+    paths: set[str] = field(default_factory=set)  # every such symlink
+    files: dict[str, list[str]] = field(default_factory=dict)  # real path of a linked file -> the links to it
+    folders: dict[str, str] = field(default_factory=dict)  # real path of a folder walked through a link -> its path
+    targets: set[str] = field(default_factory=set)  # real paths of folder links' targets (and broken links')
+
+    def vault_paths(self, real: str) -> list[str]:
+        """The vault paths under which the scan read what is at `real` (or what lay below it) through a link."""
+        out = list(self._file_links.get(real, ()))
+        parent, name = os.path.split(real)
+        if parent in self.folders:
+            out.append(f"{self.folders[parent]}/{name}")
+        return out
+
+    def relinks(self, real: str) -> bool:
+        """Whether a change at `real` can change which folders the scan walks through a link: it is, or holds,
+        a folder link's target (made, removed or moved, the target decides whether and where the link is walked)."""
+        return real in self._target_folders
+
+    def touches(self, path: str) -> bool:
+        """Whether vault path `path` (as on disk) is one of the links, or a folder holding one."""
+        return path in self._link_folders
+
+    @cached_property
+    def _file_links(self) -> dict[str, list[str]]:
+        # A linked file's folder moved or removed changes what the link reads as much as the file itself does.
+        out: dict[str, list[str]] = {}
+        for real, links in self.files.items():
+            for place in _and_above(real):
+                out.setdefault(place, []).extend(links)
+        return out
+
+    @cached_property
+    def _target_folders(self) -> set[str]:
+        return {place for target in self.targets for place in _and_above(target)}
+
+    @cached_property
+    def _link_folders(self) -> set[str]:
+        return {place for link in self.paths for place in _and_above(link, "/")}
+
+
+def _and_above(path: str, sep: str = os.sep) -> list[str]:
+    """`path` and every folder above it ("a/b/c" -> "a/b/c", "a/b", "a")."""
+    out = [path]
+    while (cut := path.rfind(sep)) > 0:
+        path = path[:cut]
+        out.append(path)
+    return out
+
+
+@dataclass
 class ScanResult:
     notes: list[NoteFile] = field(default_factory=list)
     attachments: list[str] = field(default_factory=list)
@@ -66,6 +122,7 @@ class ScanResult:
     # Folders and notes that are there but could not be listed or stat'ed (permissions, I/O errors): what they
     # hold is unknown, not gone, so the index keeps their notes as last indexed ("" is the vault itself).
     unreadable: list[str] = field(default_factory=list)
+    symlinks: Symlinks = field(default_factory=Symlinks)
 
 
 def lies_in(path: str, places: Sequence[str]) -> bool:
@@ -105,8 +162,11 @@ def scan_files(root: Path, rules: IgnoreRules) -> ScanResult:
     real_root = os.path.realpath(root)
     seen_dirs: set[tuple[int, int]] = set()
     seen_paths: dict[str, str] = {}  # NFC path -> first on-disk spelling
-    stack: list[tuple[str, str]] = [(str(root), "")]
-    linked_dirs: list[tuple[str, str]] = []  # symlinked folders, walked after every real one
+    # (folder on disk, its vault path, whether it is reached through a symlink)
+    stack: list[tuple[str, str, bool]] = [(str(root), "", False)]
+    linked_dirs: list[tuple[str, str, bool]] = []  # symlinked folders, walked after every real one
+    skip = len(str(root)) + 1  # an entry's path on disk less this is its vault path as spelled on disk
+    links = out.symlinks
     try:
         st = os.stat(root)
         seen_dirs.add((st.st_dev, st.st_ino))
@@ -116,7 +176,7 @@ def scan_files(root: Path, rules: IgnoreRules) -> ScanResult:
         if not stack:
             linked_dirs.sort(key=lambda d: d[1])
             stack.append(linked_dirs.pop(0))
-        dir_abs, dir_rel = stack.pop()
+        dir_abs, dir_rel, linked = stack.pop()
         if dir_rel:
             try:
                 st = os.stat(dir_abs)
@@ -127,6 +187,8 @@ def scan_files(root: Path, rules: IgnoreRules) -> ScanResult:
             if (st.st_dev, st.st_ino) in seen_dirs:
                 continue  # a symlink back to a folder already walked: the loop guard
             seen_dirs.add((st.st_dev, st.st_ino))
+            if linked:
+                links.folders[os.path.realpath(dir_abs)] = dir_abs[skip:].replace(os.sep, "/")
         try:
             with os.scandir(dir_abs) as it:
                 entries = sorted(it, key=lambda e: e.name)
@@ -147,18 +209,26 @@ def scan_files(root: Path, rules: IgnoreRules) -> ScanResult:
                 continue
             try:
                 link = entry.is_symlink()
-                if link and not inside_folder(os.path.realpath(entry.path), real_root):
-                    out.issues.append(ReadIssue(rel, "symlink leads outside the vault; not followed", True))
-                    continue
+                if link:
+                    real = os.path.realpath(entry.path)
+                    if not inside_folder(real, real_root):
+                        out.issues.append(ReadIssue(rel, "symlink leads outside the vault; not followed", True))
+                        continue
+                    links.paths.add(entry.path[skip:].replace(os.sep, "/"))
                 is_dir = entry.is_dir()
                 is_file = not is_dir and entry.is_file()
             except OSError as exc:
                 why = "symlink loop" if exc.errno == errno.ELOOP else f"cannot read ({_why(exc)})"
                 out.issues.append(ReadIssue(rel, f"{why}; skipped", True))
                 continue
+            if link:
+                if is_file:
+                    links.files.setdefault(real, []).append(entry.path[skip:].replace(os.sep, "/"))
+                else:  # a folder, or nothing yet: what appears there decides where the link is walked
+                    links.targets.add(real)
             if is_dir:
                 if not rules.folder_ignored(rel):
-                    (linked_dirs if link else subdirs).append((entry.path, rel))
+                    (linked_dirs if link else subdirs).append((entry.path, rel, linked or link))
                 continue
             if not is_file:
                 if link:
