@@ -338,3 +338,28 @@ def test_terminal_controls_in_names_and_text_are_shown_not_obeyed(tmp_path, fast
         assert "Line\nbreak" not in result.output, args
     shown = invoke("search", "ciphers", "--vault", str(vault)).output
     assert "Line\\x0abreak.md" in shown and "\\u202e" in shown
+
+
+@pytest.fixture
+def twins(tmp_path: Path, fast_embedding) -> Path:
+    """A vault holding Café.md in NFC and in NFD: the scan keeps the first in name order (NFD) and skips the other."""
+    root = tmp_path / "twins"
+    root.mkdir()
+    (root / "Caf\u00e9.md").write_text("The NFC spelling, which the index skips: tea.\n", encoding="utf-8")
+    (root / unicodedata.normalize("NFD", "Caf\u00e9.md")).write_text("The NFD spelling, indexed: coffee.\n",
+                                                                     encoding="utf-8")
+    if len(os.listdir(root)) < 2:
+        pytest.skip("this file system normalises names")
+    assert invoke("index", str(root)).exit_code == 0
+    return root
+
+
+def test_get_note_and_search_read_the_twin_the_index_holds(twins):
+    """Found by a review: get_note read Café.md as spelled (NFC) when it was there, though the scan had kept
+    the NFD file and skipped that one, so an agent read text the index never held."""
+    note = _engine_call(twins, "get_note", "Café")
+    assert note.path == "Café.md" and "coffee" in note.content, note.content
+    result = invoke("search", "coffee", "--vault", str(twins), "-m", "lexical", "--json")
+    assert result.exit_code == 0, result.output
+    [hit] = json.loads(result.stdout)["hits"]
+    assert hit["passages"] == ["The NFD spelling, indexed: coffee."]

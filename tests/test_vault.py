@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import unicodedata
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from wikirag.errors import VaultNotFound
 from wikirag.vault.ignore import IgnoreRules
 from wikirag.vault.links import LinkIndex
 from wikirag.vault.model import Vault
-from wikirag.vault.read import read_note, scan_vault
+from wikirag.vault.read import find_on_disk, read_note, read_vault_note, scan_vault
 
 needs_symlinks = pytest.mark.skipif(os.name == "nt", reason="needs symlinks")
 
@@ -248,6 +249,39 @@ def test_nfc_twins_line_tells_which_spelling_was_skipped(tmp_path: Path) -> None
     kept = scan_vault(tmp_path).notes[0].abs_path.name
     skipped = nfd if kept != nfd else "Caf\u00e9.md"
     assert ascii(skipped) in issue.message and ascii(kept) in issue.message and ascii(kept) != ascii(skipped)
+
+
+@needs_symlinks
+def test_a_note_is_found_on_disk_where_the_scan_found_it_among_spellings_of_its_name(tmp_path: Path) -> None:
+    """Found by a review: reading a note by its vault path (get_note, search passages) took the spelling as
+    written when it was there, though the scan keeps the first spelling it meets and skips the others."""
+    nfd = partial(unicodedata.normalize, "NFD")
+    vault = tmp_path / "vault"
+    write(vault, "Caf\u00e9.md", "nfc")
+    write(vault, nfd("Caf\u00e9.md"), "nfd")  # sorts first: kept
+    write(vault, "Caf\u00e9/a.md", "nfc folder")
+    write(vault, "Caf\u00e9/c.md", "only in the nfc folder")
+    write(vault, nfd("Caf\u00e9") + "/a.md", "nfd folder")  # walked first
+    write(vault, "Key.md", "ascii")
+    write(vault, "\u212aey.md", "kelvin sign")  # the same name in NFC, sorting after
+    write(vault, "\u00dcber/x.md", "real folder")
+    write(vault, ".hidden/x.md", "linked folder")
+    write(vault, ".hidden/y.md", "only in the linked folder")
+    os.symlink(vault / ".hidden", vault / nfd("\u00dcber"), target_is_directory=True)  # sorts first, walked last
+    write(vault, "Th\u00e9.md", "a file")
+    os.symlink(tmp_path / "outside.md", vault / nfd("Th\u00e9.md"))  # sorts first, leads out: passed over
+    write(tmp_path, "outside.md", "outside")
+    if len(os.listdir(vault)) < 11:
+        pytest.skip("this file system normalises names")
+    scan = scan_vault(vault)
+    assert {n.path: Path(n.disk_path).read_text() for n in scan.notes} == {
+        "Caf\u00e9.md": "nfd", "Caf\u00e9/a.md": "nfd folder", "Caf\u00e9/c.md": "only in the nfc folder",
+        "Key.md": "ascii", "Th\u00e9.md": "a file", "\u00dcber/x.md": "real folder",
+        "\u00dcber/y.md": "only in the linked folder"}
+    for note in scan.notes:
+        assert find_on_disk(vault, note.path) == note.disk_path, note.path
+        assert read_vault_note(vault, note.path).text == Path(note.disk_path).read_text(), note.path
+    assert find_on_disk(vault, "Nowhere.md") is None
 
 
 @needs_symlinks

@@ -18,7 +18,7 @@ from wikirag.index.lexical import tokenize
 from wikirag.markdown.chunking import heading_path
 from wikirag.query.notes import NoteTable, obsidian_uri, read_question
 from wikirag.query.ranking import FUSION, fuse, note_rankings, rrf
-from wikirag.vault.read import read_vault_note
+from wikirag.vault.read import Listings, read_vault_note
 
 if TYPE_CHECKING:
     from wikirag.index.lexical import LexicalIndex
@@ -96,9 +96,10 @@ def best_passages(text: str, query: str, count: int = 2, width: int = 320) -> tu
     return (best[0][2] if best else []), passages
 
 
-def read_note_text(vault: Path, path: str) -> str:
-    """The note's text as the index read it (BOM dropped, "\\n" line ends); "" when it cannot be read."""
-    return read_vault_note(vault, path).text or ""
+def read_note_text(vault: Path, path: str, listings: Listings | None = None) -> str:
+    """The note's text as the index read it (BOM dropped, "\\n" line ends); "" when it cannot be read.
+    `listings` (read.find_on_disk) keeps the folders listed while finding notes named past ASCII."""
+    return read_vault_note(vault, path, listings=listings).text or ""
 
 
 async def search_notes(config: WikiragConfig, query: str, *, notes: NoteTable, lexical: LexicalIndex | None,
@@ -132,8 +133,9 @@ async def search_notes(config: WikiragConfig, query: str, *, notes: NoteTable, l
             headings[path] = str(chunk.get("heading"))
     fused = fuse(notes, rankings, FUSION, lexical)[:limit]
     hits = []
+    listings: Listings = {}
     for path, score, found in fused:
-        section, passages = best_passages(read_note_text(config.vault, path), query)
+        section, passages = best_passages(read_note_text(config.vault, path, listings), query)
         title = notes.title(path)
         # where the best passage is (a breadcrumb as chunk headings are written), else the best chunk's heading
         heading = " > ".join(heading_path(title, section)) if section else headings.get(path, "")

@@ -10,7 +10,7 @@ import hashlib
 import os
 import sys
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -266,20 +266,78 @@ def inside_folder(real: str, real_root: str) -> bool:
     return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
 
 
-def read_vault_note(root: Path, path: str, max_bytes: int = MAX_NOTE_BYTES) -> ReadResult:
-    """Read the note at vault path `path` (NFC, as the index records it) as the index reads notes. Found as
-    spelled, else by the NFC names of each folder's entries (a vault written on macOS spells names in NFD);
-    a file that now leads out of the vault (a symlink) is not read."""
-    here = root
-    for part in path.split("/"):
-        try:
-            names = [part] if os.path.lexists(here / part) else os.listdir(here)
-        except OSError:
-            names = []
-        here = here / next((name for name in names if nfc(name) == part), part)
+Listings = dict[str, tuple[list[str], list[str]]]  # folder on disk -> (its names, each in NFC)
+
+
+def read_vault_note(root: Path, path: str, max_bytes: int = MAX_NOTE_BYTES,
+                    listings: Listings | None = None) -> ReadResult:
+    """Read the note at vault path `path` (NFC, as the index records it) as the index reads notes: the file
+    the scan keeps under that path (`find_on_disk`); a file that now leads out of the vault (a symlink) is
+    not read."""
+    found = find_on_disk(root, path, listings)
+    here = Path(found) if found is not None else root / path  # gone: read_note says it vanished
     if not inside_folder(os.path.realpath(here), os.path.realpath(root)):
         return _skipped(path, "leads out of the vault; skipped")
     return read_note(here, path, max_bytes)
+
+
+def find_on_disk(root: Path, path: str, listings: Listings | None = None) -> str | None:
+    """Where the scan finds vault path `path` (NFC) on disk; None when nowhere. A vault written on macOS spells
+    names in NFD, and a folder may hold both spellings of a name, of which the scan keeps the first it meets:
+    so of each part's spellings, files are tried in name order and folders real ones first, then symlinked ones,
+    skipping what the scan skips (a link out of the vault; what is not a file, or not a folder). `listings`
+    keeps the folders listed, for a caller finding several notes."""
+    real_root = os.path.realpath(root)
+    parts = path.split("/")
+    listings = {} if listings is None else listings
+
+    def rank(where: str, last: bool) -> int | None:  # the scan's order among spellings; None: passed over
+        link = os.path.islink(where)
+        if link and not inside_folder(os.path.realpath(where), real_root):
+            return None
+        if last:
+            return 0 if os.path.isfile(where) else None
+        return (1 if link else 0) if os.path.isdir(where) else None
+
+    def spellings(folder: str, part: str) -> list[str]:
+        if folder not in listings:
+            try:
+                names = os.listdir(folder)
+            except OSError:
+                names = []
+            listings[folder] = names, [nfc(name) for name in names]
+        names, keys = listings[folder]
+        found, at = [], -1
+        while (at := _index(keys, part, at + 1)) >= 0:
+            found.append(names[at])
+        return found
+
+    def tried(folder: str, part: str, last: bool) -> Iterator[str]:
+        # An ASCII name, there as a file or a real folder, comes first without listing the folder: any other
+        # spelling of it holds a character past ASCII where they first differ (a Kelvin sign for K), so sorts after.
+        first = part if part.isascii() and rank(os.path.join(folder, part), last) == 0 else None
+        if first is not None:
+            yield first
+        ranked = [(rank(os.path.join(folder, name), last), name) for name in spellings(folder, part) if name != first]
+        yield from (name for r, name in sorted((r, name) for r, name in ranked if r is not None))
+
+    def walk(folder: str, at: int) -> str | None:
+        last = at == len(parts) - 1
+        for name in tried(folder, parts[at], last):  # a folder that does not hold the rest: another spelling's may
+            where = os.path.join(folder, name)
+            found = where if last else walk(where, at + 1)
+            if found is not None:
+                return found
+        return None
+
+    return walk(str(root), 0)
+
+
+def _index(items: list[str], item: str, start: int) -> int:
+    try:
+        return items.index(item, start)
+    except ValueError:
+        return -1
 
 
 def _undecodable(name: str) -> bool:
