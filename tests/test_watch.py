@@ -424,3 +424,29 @@ def test_symlinks_removed_while_watching_end_as_a_fresh_index(tmp_path):
         (vault / ".shelf" / "Deep.md").write_text("Deep, edited once Shelf holds it again.\n")
         watcher.settle()
     assert snapshot(watcher.config) == fresh_snapshot(vault, tmp_path / "fresh")
+
+
+@pytest.mark.parametrize("change", ["the NFD spelling appears", "the NFD spelling, held, is removed"])
+def test_a_name_spelled_twice_ends_as_a_fresh_index(tmp_path, change):
+    """The scan keeps the first of two spellings of a name (NFD, in name order); the watcher kept reading the
+    spelling it held (a new NFD file was never read) and dropped the note when the held file went, though the
+    other spelling remained."""
+    import unicodedata
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    nfc_file, nfd_file = vault / "Caf\u00e9.md", vault / unicodedata.normalize("NFD", "Caf\u00e9.md")
+    nfc_file.write_text("The NFC spelling: tea.\n")
+    if change.endswith("removed"):
+        nfd_file.write_text("The NFD spelling: coffee.\n")
+        if len(os.listdir(vault)) < 2:
+            pytest.skip("this file system normalises names")
+    with Watcher(vault, tmp_path / "store") as watcher:
+        if change.endswith("removed"):
+            nfd_file.unlink()
+        else:
+            nfd_file.write_text("The NFD spelling: coffee.\n")
+            if len(os.listdir(vault)) < 2:
+                pytest.skip("this file system normalises names")
+        watcher.settle()
+    assert snapshot(watcher.config) == fresh_snapshot(vault, tmp_path / "fresh")

@@ -35,7 +35,7 @@ from wikirag.lightrag.engine import preload_embedder
 from wikirag.llm.redact import redact
 from wikirag.settings import WikiragConfig
 from wikirag.vault.model import Vault
-from wikirag.vault.read import Symlinks
+from wikirag.vault.read import Listings, Symlinks
 
 # Editor and OS droppings that are never notes: swap, backup, temp and lock files.
 _IGNORED_SUFFIXES = (".swp", ".swo", ".swx", ".tmp", ".temp", ".crdownload", ".part", "~", ".bak")
@@ -174,6 +174,7 @@ def apply_paths(vault: Vault, paths: set[str]) -> bool:
     so the caller reads it whole."""
     if any(vault.symlinks.touches(rel) or os.path.islink(vault.root / rel) for rel in paths):
         return True
+    listings: Listings = {}  # the folders listed to find names spelled past ASCII, once a batch
     for rel in sorted(paths):
         abs_path = vault.root / rel
         if abs_path.is_dir():
@@ -185,11 +186,9 @@ def apply_paths(vault: Vault, paths: set[str]) -> bool:
                 for name in filenames:
                     child = (Path(dirpath) / name).relative_to(vault.root).as_posix()
                     if not ignored_path(child):
-                        vault.update_file(child)
-        elif abs_path.exists():
-            vault.update_file(rel)
-        else:
-            vault.remove_file(rel)  # a file, or every file under a removed/moved-away folder
+                        vault.update_file(child, listings)
+        else:  # also a file gone, or every file under a removed/moved-away folder: another spelling may remain
+            vault.update_file(rel, listings)
     return False
 
 

@@ -18,7 +18,18 @@ from wikirag.models import ParsedNote, ReadIssue, Resolution, WikiLink
 from wikirag.vault.ignore import IgnoreRules
 from wikirag.vault.links import LinkIndex, is_note, link_name_key, name_keys, wanted_name
 from wikirag.vault.memory import cyclic_gc_paused
-from wikirag.vault.read import MAX_NOTE_BYTES, ScanResult, Symlinks, inside_folder, lies_in, nfc, read_note, scan_files
+from wikirag.vault.read import (
+    MAX_NOTE_BYTES,
+    Listings,
+    ScanResult,
+    Symlinks,
+    find_on_disk,
+    inside_folder,
+    lies_in,
+    nfc,
+    read_note,
+    scan_files,
+)
 
 
 class RestoredLinks(Sequence):
@@ -205,16 +216,17 @@ class Vault:
         return self._links().duplicate_names()
 
     # -- changes ----------------------------------------------------------------------------------------
-    def update_file(self, rel: str) -> list[ReadIssue]:
-        """Re-read one note, or register one attachment, after it was created or changed on disk.
+    def update_file(self, rel: str, listings: Listings | None = None) -> list[ReadIssue]:
+        """Re-read one note, or register one attachment, after it was created, changed or removed on disk.
 
         Returns the file's read issues (they also replace its earlier ones in `issues`). A path that is
-        excluded, gone, or outside the vault through a symlink is removed from the model instead.
+        excluded, gone, or outside the vault through a symlink is removed from the model instead. Of two
+        spellings of a name, the one the scan keeps is read (`find_on_disk`, which `listings` speeds up).
         """
         self._ensure_book()
         disk_rel = rel.replace(os.sep, "/").strip("/")
         path = nfc(disk_rel)
-        disk = self._abs.get(path)
+        disk = find_on_disk(self.root, path, listings)
         abs_path = Path(disk) if disk else self.root / disk_rel
         if self._rules.ignored(path) or not abs_path.is_file() or not self._within_vault(abs_path):
             self.remove_file(path)
@@ -231,12 +243,12 @@ class Vault:
             if path in self.notes and not read.unreadable:  # an unreadable note is kept as last indexed
                 self._forget(path)
             return read.issues
+        self._abs[path] = str(abs_path)  # another spelling may hold the same text
         if self.digests.get(path) == read.digest:
             return read.issues
         is_new = path not in self.notes
         self.notes[path] = parse_note(read.text, path)
         self.digests[path] = read.digest
-        self._abs[path] = str(abs_path)
         if is_new:
             self._added(path)
         self._link(path)
