@@ -344,7 +344,7 @@ def test_modes_are_read_whatever_their_case(tmp_path, fast_embedding):
     ("[index]\nchunk_token_size = 400.5\n", "expected a whole number"),
     ("[index]\nbatch_size = [500]\n", "[index] batch_size: expected int, got [500]"),
     ("exlude = [\"drafts/**\"]\n", "unknown key 'exlude'"),  # a typo did nothing
-    ("[route]\nmin_resolved_links = -1\n", "[route] min_resolved_links = -1: must be at least 0"),
+    ("[route]\nmin_resolved_links = -1\n", "[route] min_resolved_links = -1: must be a number ≥ 0"),
     ("[embedding]\nmodel = \"local:nope\"\n", "unknown local embedding model 'nope'"),  # left a store folder
 ])
 def test_settings_that_would_fail_mid_run_are_refused_at_the_start(tmp_path, toml, says):
@@ -398,7 +398,7 @@ def test_route_and_cost_settings_come_from_the_environment_too(tmp_path):
     assert (cost.price_in, cost.hint, cost.gleaning) == (0.5, False, 2)  # typed as the fields, not strings
     with pytest.raises(ConfigError, match=r"\[route\] min_resolved_link: unknown key"):
         load_config(tmp_path, environ={"WIKIRAG_ROUTE_MIN_RESOLVED_LINK": "3"})
-    with pytest.raises(ConfigError, match=r"\[cost\] price_in: expected a number, got 'cheap'"):
+    with pytest.raises(ConfigError, match=r"\[cost\] price_in: expected a number ≥ 0, got 'cheap'"):
         CostSettings.from_config(load_config(tmp_path, environ={"WIKIRAG_COST_PRICE_IN": "cheap"}))
 
 

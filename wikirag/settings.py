@@ -150,9 +150,9 @@ def settings_from_mapping(cls: Any, values: Mapping[str, Any], section: str) -> 
         try:
             out[key] = kind(value)
         except (TypeError, ValueError):
-            raise ConfigError(f"[{section}] {key}: expected a number, got {value!r}") from None
+            raise ConfigError(f"[{section}] {key}: expected a number ≥ 0, got {value!r}") from None
         if out[key] < 0:  # every number here is a count, a threshold or a ratio
-            raise ConfigError(f"[{section}] {key} = {value!r}: must be at least 0")
+            raise ConfigError(f"[{section}] {key} = {value!r}: must be a number ≥ 0")
     return cls(**out)
 
 
