@@ -36,6 +36,44 @@ def test_an_oversized_paragraph_is_windowed_with_overlap():
     assert first_word_of_next != chunks[0].content.split()[-1]
 
 
+_WORDS = st.sampled_from(["alpha", "béta", "字符", "🫠ꙮ𝔘", "[[Link]]", "#", "\n", "\n\n", "  ", "```", "\ufffd"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_WORDS, max_size=150), st.integers(min_value=24, max_value=48))
+def test_each_chunk_knows_the_characters_it_covers(words, size):
+    """A chunk's start/end are where its text lies: its lines for packed blocks, the window's own stretch for
+    a windowed one, in order. Where a window boundary cuts a character (its tokens decode as U+FFFD), the
+    stretch is exact to that one character."""
+    text = " ".join(words)
+    chunks = chunk_text(text, TOK, size, 8)
+    whole = "\ufffd" not in "".join(TOK.decode([t]) for t in TOK.encode(text))  # no character spans tokens
+    lines = text.split("\n")
+    for c in chunks:
+        span = text[c.start : c.end]
+        if sum((d.start_line, d.end_line) == (c.start_line, c.end_line) for d in chunks) == 1:  # packed blocks
+            assert span == "\n".join(lines[c.start_line - 1 : c.end_line])
+        elif whole:
+            assert span.strip() == c.content
+        else:
+            assert c.content.strip("\ufffd").strip() in text[max(0, c.start - 1) : c.end + 1]
+    assert [c.start for c in chunks] == sorted(c.start for c in chunks)
+    assert [c.end for c in chunks] == sorted(c.end for c in chunks)
+
+
+def test_windows_of_one_long_line_cover_stretches_of_it():
+    """Characters cut between windows (U+FFFD in their texts) do not shift the windows after them."""
+    text = "intro\n\n" + " ".join(f"w{i} 字符🫠" for i in range(2000))
+    chunks = chunk_text(text, TOK, 100, 10)
+    windows = chunks[1:]
+    assert len(windows) > 20 and windows[0].start_line == windows[-1].end_line == 3
+    assert sum("\ufffd" in c.content for c in windows) > 5
+    for c in windows:
+        assert c.content.strip("\ufffd").strip() in text[c.start - 1 : c.end + 1]
+        assert c.end - c.start < 2 * len(c.content)
+    assert windows[-1].end == len(text)
+
+
 def test_headings_inside_code_fences_do_not_split():
     text = "# Real\n\n```\n# not a heading\n\nstill code\n```\n\nafter"
     chunks = chunk_text(text, TOK, 600, 60)

@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 
 from tests.golden import VAULTS
-from wikirag.graph.contribution import opening_paragraph
+from wikirag.graph.contribution import note_contribution, opening_paragraph
 from wikirag.lightrag.tokens import lightrag_tokenizer
 from wikirag.markdown.chunking import chunk_text
 from wikirag.markdown.parse import parse_note
 from wikirag.markdown.structure import prose_chars, sections
+from wikirag.models import Resolution
 from wikirag.plan.routing import _prose_chars
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,3 +83,24 @@ def test_the_tricky_note_has_the_structure_obsidian_shows():
     assert [link.section for link in note.links] == [(), ("Setext heading",), ("Setext heading", "Real subsection")]
     assert opening_paragraph(note) == "Intro with a Link A in it."
     assert "not a heading" not in "".join(h.text for h in note.headings)
+
+
+def test_a_link_names_the_chunks_holding_it_even_on_a_line_cut_into_windows():
+    """Every window of a paragraph cut into token windows covers its lines: a link there names only the
+    window(s) holding it (it named them all: a 540 KB line of 50,000 links made a 1.9 GB ledger). A link in
+    a paragraph packed whole names that chunk; one in frontmatter names the first chunk."""
+    body = ("---\nrelated: \"[[Target 5]]\"\n---\n# Long\n\n"
+            + "\n\n".join(f"Paragraph {i} on [[Target {i}]], " + "words " * 150 for i in range(3)) + "\n\n"
+            + " ".join(f"Note [[Target {i}]] here." for i in range(600)) + "\n\nLast [[Target 1]] again.\n")
+    note = parse_note(body, "Long.md")
+    unresolved = {f"target {i}": f"Target {i}" for i in range(600)}
+    contribution = note_contribution(note, [(link, Resolution("unresolved")) for link in note.links],
+                                     {"Long.md": "Long"}, unresolved, lightrag_tokenizer(), chunk_size=200,
+                                     chunk_overlap=20, default_type="note")
+    chunks = contribution.chunks
+    assert len(chunks) > 30 and len(contribution.relations) == 600
+    for relation in contribution.relations:
+        holding = [c.id for c in chunks if f"[[{relation.tgt}]]" in c.content]
+        expected = list(dict.fromkeys([chunks[0].id, *holding])) if relation.tgt == "Target 5" else holding
+        assert relation.chunk_ids == expected, relation.tgt
+        assert holding

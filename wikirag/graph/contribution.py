@@ -6,6 +6,7 @@ Relation descriptions are the sentence around the link, never a canned "links to
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
@@ -22,7 +23,7 @@ from wikirag.graph.records import (
     doc_id_for,
 )
 from wikirag.lightrag.ids import md5_id, xml_safe
-from wikirag.markdown.chunking import chunk_text, heading_record
+from wikirag.markdown.chunking import Chunk, chunk_text, heading_record
 from wikirag.markdown.layout import Layout, lay_out
 from wikirag.models import ParsedNote, Resolution, WikiLink
 
@@ -30,6 +31,9 @@ _WIKILINK_TEXT = re.compile(r"!?\[\[([^\]|]*)(?:\|([^\]]*))?\]\]")
 
 
 _MD_LINK_TEXT = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+
+
+_NEWLINE = re.compile("\n")
 
 
 @lru_cache(maxsize=1 << 16)  # pure; a sentence holding several links, and each link's text, recur
@@ -101,11 +105,46 @@ def note_description(note: ParsedNote) -> str:
     return "\n".join(parts) or f"Note {note.path} (no text yet)."
 
 
-def _chunks_for_line(chunks: list[ChunkRecord], body_line: int) -> list[str]:
-    hits = [c.id for c in chunks if c.start_line <= body_line <= c.end_line]
-    if hits:
-        return hits
-    return [chunks[0].id] if chunks else []  # frontmatter links belong to the note's first chunk
+class _LinkChunks:
+    """The chunks holding each link, asked in document order: the chunk(s) covering its line, or, where its
+    line's block was cut into token windows, the window(s) holding the link itself (on a long paragraph every
+    window covers the line: each link would name them all). Frontmatter links belong to the first chunk."""
+
+    def __init__(self, body: str, body_line_offset: int, pieces: list[Chunk], ids: list[str]) -> None:
+        self.body, self.body_line_offset, self.ids = body, body_line_offset, ids
+        # in chunk order all four only grow: a link's chunks are one run of them
+        self.first_lines = [c.start_line for c in pieces]
+        self.last_lines = [c.end_line for c in pieces]
+        self.starts = [c.start for c in pieces]
+        self.ends = [c.end for c in pieces]
+        self.line_starts: list[int] = []
+        self.cursor = (0, 0)  # (line, offset): where the next link of a windowed line is looked for
+
+    def __call__(self, link: WikiLink) -> list[str]:
+        line = link.line - self.body_line_offset  # frontmatter lines (<= 0) are in no chunk
+        lo, hi = bisect_left(self.last_lines, line), bisect_right(self.first_lines, line)
+        if hi - lo > 1 and link.frontmatter_key is None:
+            at = self._offset(line, link.raw)
+            if at >= 0:  # the windows holding the whole link, else (a link longer than the overlap) any part
+                end = at + len(link.raw)
+                lo, hi = bisect_left(self.ends, end), bisect_right(self.starts, at)
+                if lo >= hi:
+                    lo, hi = bisect_right(self.ends, at), bisect_left(self.starts, end)
+        if lo >= hi:
+            return self.ids[:1]
+        return list(dict.fromkeys(self.ids[lo:hi]))  # identical chunks share an id
+
+    def _offset(self, line: int, raw: str) -> int:
+        """Where the link starts in the body: its text on its line, after the line's links before it."""
+        if not self.line_starts:
+            self.line_starts = [0, *(m.end() for m in _NEWLINE.finditer(self.body))]
+        if line > len(self.line_starts):
+            return -1
+        at = self.cursor[1] if self.cursor[0] == line else self.line_starts[line - 1]
+        found = self.body.find(raw, at)
+        if found >= 0:
+            self.cursor = (line, found + len(raw))
+        return found
 
 
 def link_targets(note: ParsedNote, outgoing: Iterable[tuple[WikiLink, Resolution]], names: dict[str, str],
@@ -154,7 +193,8 @@ def note_contribution(
     `unresolved_names` maps a casefolded unresolved target to its canonical entity name."""
     doc_id = doc_id_for(note.path)
     me = names[note.path]
-    chunks = [
+    pieces = chunk_text(note.body, tokenizer, chunk_size, chunk_overlap)
+    all_chunks = [
         ChunkRecord(
             id=md5_id(f"{doc_id}:{c.content}", "chunk-"),
             content=xml_safe(c.content),
@@ -164,11 +204,12 @@ def note_contribution(
             start_line=c.start_line,
             end_line=c.end_line,
         )
-        for c in chunk_text(note.body, tokenizer, chunk_size, chunk_overlap)
+        for c in pieces
     ]
+    chunks_of = _LinkChunks(note.body, note.body_line_offset, pieces, [c.id for c in all_chunks])
     # Identical chunk text twice in one note gives one id: keep the first, LightRAG keys by id.
     seen: set[str] = set()
-    chunks = [c for c in chunks if not (c.id in seen or seen.add(c.id))]
+    chunks = [c for c in all_chunks if not (c.id in seen or seen.add(c.id))]
     contribution = NoteContribution(note.path, doc_id, me, chunks)
     contribution.entities.append(
         EntityFragment(me, xml_safe(note_type(note, default_type)), xml_safe(note_description(note)),
@@ -178,8 +219,7 @@ def note_contribution(
     by_target: dict[str, RelationFragment] = {}
     target_types: dict[str, str | None] = {}
     for link, target, target_type in link_targets(note, outgoing, names, unresolved_names):
-        body_line = link.line - note.body_line_offset
-        chunk_ids = _chunks_for_line(chunks, body_line)  # frontmatter lines (<= 0) fall to the first chunk
+        chunk_ids = chunks_of(link)
         keywords = [xml_safe(k) for k in (*link.section, *(["embed"] if link.embed else []),
                                           *([link.heading.replace("#", " > ")] if link.heading else []),
                                           *note.tags)]

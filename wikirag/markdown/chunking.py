@@ -26,6 +26,8 @@ class Chunk:
     headings: list[str] = field(default_factory=list)  # heading path of the chunk's first block
     start_line: int = 1  # 1-based lines of `text` the chunk covers
     end_line: int = 1
+    start: int = 0  # the characters of `text` it covers: its lines, or a token window's own stretch of them
+    end: int = 0
 
 
 @dataclass
@@ -33,6 +35,7 @@ class _Block:
     lines: list[str]
     start: int  # 1-based
     headings: list[str]
+    offset: int = 0  # of its first line in the text
 
 
 def _blocks(text: str) -> list[_Block]:
@@ -45,11 +48,12 @@ def _blocks(text: str) -> list[_Block]:
     path: list[tuple[int, str]] = []
     current: list[str] = []
     start = 1
+    offset = at = 0  # character offsets of the block's first line and of this line
 
     def flush(next_start: int) -> None:
         nonlocal current, start
         if any(line.strip() for line in current):
-            blocks.append(_Block(current, start, [h for _, h in path]))
+            blocks.append(_Block(current, start, [h for _, h in path], offset))
         current, start = [], next_start
 
     for number, line in enumerate(text.split("\n"), start=1):
@@ -58,15 +62,15 @@ def _blocks(text: str) -> list[_Block]:
             flush(number)
             level, title = heading
             path[:] = [(lv, h) for lv, h in path if lv < level] + [(level, title.strip())]
-            current, start = [line], number
-            continue
-        if not line.strip() and number - 1 not in in_code:
+            current, start, offset = [line], number, at
+        elif not line.strip() and number - 1 not in in_code:
             current.append(line)
             flush(number + 1)
-            continue
-        if not current:
-            start = number
-        current.append(line)
+        else:
+            if not current:
+                start, offset = number, at
+            current.append(line)
+        at += len(line) + 1
     flush(0)
     return blocks
 
@@ -80,31 +84,39 @@ def chunk_text(text: str, tokenizer: Any, size: int = 600, overlap: int = 60) ->
     pending: list[_Block] = []
     pending_tokens = 0
 
-    def emit(content: str, tokens: int, headings: list[str], start: int, end: int) -> None:
-        chunks.append(Chunk(content, tokens, len(chunks), headings, start, end))
+    def emit(content: str, tokens: int, headings: list[str], lines: tuple[int, int], span: tuple[int, int]) -> None:
+        chunks.append(Chunk(content, tokens, len(chunks), headings, *lines, *span))
 
     def flush_pending() -> None:
         nonlocal pending, pending_tokens
         if pending:
             content = "\n".join(line for b in pending for line in b.lines).strip("\n")
             last = pending[-1]
-            emit(content, len(encode(content)), pending[0].headings, pending[0].start,
-                 last.start + len(last.lines) - 1)
+            emit(content, len(encode(content)), pending[0].headings,
+                 (pending[0].start, last.start + len(last.lines) - 1),
+                 (pending[0].offset, last.offset + sum(map(len, last.lines)) + len(last.lines) - 1))
         pending, pending_tokens = [], 0
 
     for block in _blocks(text):
-        body = "\n".join(block.lines).strip("\n")
+        joined = "\n".join(block.lines)
+        body = joined.strip("\n")
         tokens = len(encode(body))
         if tokens > size:
             flush_pending()
             ids = encode(body)
             step = size - overlap
-            end_line = block.start + len(block.lines) - 1
+            lines = (block.start, block.start + len(block.lines) - 1)
+            windows = []
             for begin in range(0, len(ids), step):
-                window = ids[begin : begin + size]
-                emit(tokenizer.decode(window).strip(), len(window), block.headings, block.start, end_line)
+                windows.append((begin, min(begin + size, len(ids))))
                 if begin + size >= len(ids):
                     break
+            at = _char_offsets(body, ids, [m for w in windows for m in w], tokenizer.decode)
+            base = block.offset + len(joined) - len(joined.lstrip("\n"))
+            for begin, end in windows:
+                window = ids[begin:end]
+                emit(tokenizer.decode(window).strip(), len(window), block.headings, lines,
+                     (base + at[begin], base + at[end]))
             continue
         # +1 for the newline joining blocks
         if pending and pending_tokens + tokens + 1 > size:
@@ -115,6 +127,28 @@ def chunk_text(text: str, tokenizer: Any, size: int = 600, overlap: int = 60) ->
     return chunks
 
 
+def _char_offsets(text: str, ids: list[int], marks: list[int], decode: Any) -> dict[int, int]:
+    """Where in `text` (what `ids` encode) each token position in `marks` begins, from the stretches between
+    them decoded in turn (each token once). A character cut between two tokens decodes as U+FFFD on both
+    sides: a stretch is placed by its text without those, so the offsets never drift (a mark inside a
+    character gets that character's offset; in a run of one repeated character, maybe one early). A
+    stretch of cut bytes alone (under 7 tokens: windows of a few tokens) leaves its mark where the last
+    placed stretch ended."""
+    offsets = {0: 0}
+    at = previous = lag = 0  # lag: characters the cut-bytes-only stretches since the last placed one may hold
+    for mark in sorted(set(marks)):
+        if mark > previous:
+            piece = decode(ids[previous:mark])
+            if text.startswith(piece, at):
+                at, lag = at + len(piece), 0
+            elif core := piece.strip("\ufffd"):
+                found = text.find(core, at, at + len(piece) + lag + 1)
+                at = found + len(core) if found >= 0 else min(len(text), at + len(piece))  # a lossy tokenizer
+                lag = 0
+            else:
+                lag += len(piece)
+            offsets[mark], previous = at, mark
+    return offsets
 
 
 _MAY_HEAD = re.compile(r"^[\s>]*[#=-]", re.MULTILINE)  # after indentation and quote markers
