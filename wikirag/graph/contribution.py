@@ -27,22 +27,82 @@ from wikirag.markdown.chunking import Chunk, chunk_text, heading_record
 from wikirag.markdown.layout import Layout, lay_out
 from wikirag.models import ParsedNote, Resolution, WikiLink
 
-_WIKILINK_TEXT = re.compile(r"!?\[\[([^\]|]*)(?:\|([^\]]*))?\]\]")
-
-
-_MD_LINK_TEXT = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
-
-
-_NEWLINE = re.compile("\n")
-
 
 @lru_cache(maxsize=1 << 16)  # pure; a sentence holding several links, and each link's text, recur
 def plain_text(text: str) -> str:
-    """Flatten link syntax to the words a reader sees."""
+    """Flatten link syntax to the words a reader sees: `[[target#heading|label]]` and `![[...]]` give the
+    label, else the target without its heading (else the inner text); `[text](dest)` and `![text](dest)` give
+    the text. Each kind in one scan: a pattern tried again from every `[[` up to the next `]` took minutes on a
+    note of `[[ ` repeated without a close."""
     if "[" not in text:  # no link syntax (links' sentences come flattened): nothing for the patterns to match
         return text.strip()
-    text = _WIKILINK_TEXT.sub(lambda m: (m.group(2) or m.group(1).split("#")[0] or m.group(1)).strip(), text)
-    return _MD_LINK_TEXT.sub(lambda m: m.group(1), text).strip()
+    return _flatten_markdown_links(_flatten_wikilinks(text)).strip()
+
+
+_BAR_OR_CLOSE = re.compile(r"[|\]]")
+
+
+_CLOSE = re.compile(r"\]")
+
+
+_PAREN_CLOSE = re.compile(r"\)")
+
+
+class _Next:
+    """The first index at or after `at` holding the pattern's character (len(text) if none), for `at` that
+    never decreases: the answer stands until `at` passes it, so each stretch of the text is scanned once."""
+
+    def __init__(self, text: str, pattern: re.Pattern[str]) -> None:
+        self.text, self.pattern, self.found = text, pattern, -1
+
+    def __call__(self, at: int) -> int:
+        if self.found < at:
+            m = self.pattern.search(self.text, at)
+            self.found = m.start() if m else len(self.text)
+        return self.found
+
+
+def _flatten_wikilinks(text: str) -> str:
+    """Each `[[inner]]` / `[[inner|label]]` (a `!` before it goes too) as its label or target. A `[[` starts a
+    link when the first `]` or `|` after it opens `]]`, or is a `|` whose next `]` opens `]]`."""
+    bar_or_close, close = _Next(text, _BAR_OR_CLOSE), _Next(text, _CLOSE)
+    pieces: list[str] = []
+    pos = search = 0  # copied up to pos; the next `[[` is looked for from search
+    while (i := text.find("[[", search)) >= 0:
+        j = bar_or_close(i + 2)
+        end, label = -1, None
+        if text.startswith("]]", j):
+            end = j + 2
+        elif text.startswith("|", j) and text.startswith("]]", k := close(j + 1)):
+            end, label = k + 2, text[j + 1 : k]
+        if end < 0:
+            search = i + 1
+            continue
+        inner = text[i + 2 : j]
+        start = i - 1 if i > pos and text[i - 1] == "!" else i
+        pieces += (text[pos:start], (label or inner.split("#")[0] or inner).strip())
+        pos = search = end
+    return "".join(pieces) + text[pos:] if pieces else text
+
+
+def _flatten_markdown_links(text: str) -> str:
+    """Each `[text](dest)` (a `!` before it goes too) as its text: the first `]` after the `[` is followed by
+    `(`, and a `)` closes it."""
+    close, paren_close = _Next(text, _CLOSE), _Next(text, _PAREN_CLOSE)
+    pieces: list[str] = []
+    pos = search = 0
+    while (i := text.find("[", search)) >= 0:
+        j = close(i + 1)
+        if not text.startswith("(", j + 1) or (k := paren_close(j + 2)) == len(text):
+            search = i + 1
+            continue
+        start = i - 1 if i > pos and text[i - 1] == "!" else i
+        pieces += (text[pos:start], text[i + 1 : j])
+        pos = search = k + 1
+    return "".join(pieces) + text[pos:] if pieces else text
+
+
+_NEWLINE = re.compile("\n")
 
 
 def opening_paragraph(note: ParsedNote) -> str:
