@@ -124,8 +124,7 @@ class RouteSettings:
 
 
 def _number_kind(f: Any) -> type | None:
-    """bool, int or float for a field that holds one (also `int | None`, whose default says nothing), else None.
-    Annotations are strings here (`from __future__ import annotations`)."""
+    """bool, int or float for a field that holds one, `int | None` too (its annotation is a string here)."""
     if isinstance(f.default, (bool, int, float)) and f.default is not None:
         return type(f.default)
     first = str(f.type).split("|")[0].strip()
