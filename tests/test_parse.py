@@ -591,3 +591,19 @@ def test_a_cached_note_decodes_its_text_and_links_only_when_read(tmp_path) -> No
     fields = {f.name: getattr(notes[path], f.name) for f in dataclasses.fields(ParsedNote)}
     made = CachedNote(**fields)  # as dataclasses.replace makes one when every field is given
     assert made == notes[path] and type(made) is ParsedNote
+
+
+# A unit repeated to 60 KB, and what follows it: the link pattern read on from each `[` to the end (10-24 s a
+# note): a link's text runs on over `\]` and `[a\]` and never meets a `]` before a destination; the text from
+# every escaped `[` reaches the one `](`, with nothing in the brackets; every destination runs on over `\)`.
+HOSTILE = [("[a\\](", ""), ("\\[", "]("), ("[a\\]", "]("), ("[a](b\\)", "")]
+
+
+@pytest.mark.parametrize(("unit", "tail"), HOSTILE, ids=[unit for unit, _ in HOSTILE])
+def test_a_60_kb_run_of_link_openers_that_never_close_is_text(unit: str, tail: str) -> None:
+    text = unit * (60_000 // len(unit)) + tail
+    note = parse_note(text, "n.md")
+    assert note.links == [] and note.words == 1
+    assert parse_note(f"```\n{text}\n```\n", "n.md").links_in_code_ignored == 0
+    (link,) = parse_note(f"[[A]] {text}", "n.md").links
+    assert link.context == f"A {text}"[:298] + "…"

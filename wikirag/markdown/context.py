@@ -11,8 +11,8 @@ from typing import NamedTuple
 
 from wikirag.markdown.layout import Layout
 from wikirag.markdown.wikilinks import (
-    _ANY_MARKDOWN_LINK,
     display_text,
+    flatten_markdown_links,
     markdown_link_matches,
     split_destination,
     split_wikilink,
@@ -211,7 +211,7 @@ class BodyLinks:
                 text = text[_LINE_PREFIX.match(text).end() :]
             text = " ".join(text.split())
             if "](" in text:
-                text = _ANY_MARKDOWN_LINK.sub(_link_text, text)
+                text = flatten_markdown_links(text)
             return _TRAILING_BLOCK_ID.sub("", text) if "^" in text else text
         lines = text.split("\n")
         for n, line in enumerate(lines):
@@ -227,12 +227,8 @@ class BodyLinks:
             lines[n] = line
         text = " ".join(" ".join(lines).split())
         if "](" in text:  # external Markdown links: keep their text
-            text = _ANY_MARKDOWN_LINK.sub(_link_text, text)
+            text = flatten_markdown_links(text)
         return _TRAILING_BLOCK_ID.sub("", text) if "^" in text else text
-
-
-def _link_text(m: re.Match[str]) -> str:
-    return m.group(1).strip()
 
 
 def clip_context(text: str, focus: str, width: int = CONTEXT_CHARS) -> str:

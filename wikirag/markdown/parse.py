@@ -17,8 +17,8 @@ from wikirag.markdown.context import BodyLinks, FoundLink, clip_context, mask_sp
 from wikirag.markdown.layout import Layout, is_escaped, lay_out
 from wikirag.markdown.properties import FrontmatterBlock, Properties, load_properties, split_frontmatter
 from wikirag.markdown.wikilinks import (
-    MARKDOWN_LINK_ACROSS_LINES,
     WIKILINK,
+    MarkdownLinks,
     display_text,
     split_destination,
     split_wikilink,
@@ -144,9 +144,9 @@ def _find_links(body: str, masked: str, outside_code: str, layout: Layout) -> li
         one_block = _OneBlock(layout.blocks)
 
         def markdown(pos: int, endpos: int, inner: bool) -> None:
-            while (m := MARKDOWN_LINK_ACROSS_LINES.search(outside_code, pos, endpos)) is not None:
-                a, b = m.span()
-                text, dest = m.group(1), m.group(2)
+            links = MarkdownLinks(outside_code, endpos, across_lines=True)
+            while (m := links.search(pos)) is not None:
+                a, b, text, dest = m
                 if "\n" in text and not one_block(a, b):
                     pos = a + 1  # text across list items, a heading or a quote: no link from this `[`
                     continue

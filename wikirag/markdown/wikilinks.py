@@ -12,21 +12,102 @@ from urllib.parse import unquote
 WIKILINK = re.compile(r"\[\[([^\[\]\n]*)\]\]")
 
 
-_DESTINATION = (
-    r"\(\s*(<[^<>\n]*>|(?:[^\s()<>\\]|\\.|\([^\s()]*\))+)"  # destination, balanced parentheses
-    r"(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?\s*\)"  # optional title
-)
+# A Markdown link `[text](dest "title")` is read in steps rather than by one pattern: a pattern tried again from
+# every `[` read on to the end of the text each time when the text never closes (`[a\](` repeated: 60 KB took
+# 11 s). The steps read what the pattern `\[(T)\](D)` read. T is a run of text pieces: a character other than
+# `[ ] \` and newline, an escape `\x`, a bracketed `[x]` (one level of nesting), and (across lines) a newline
+# that does not start a blank line. D is `(`, a destination (`<x>`, or a run of a character other than
+# whitespace and `( ) < > \`, an escape, or a bracketed `(x)`) and an optional title, then `)`. Each kind of
+# piece starts with its own character, so where a run stops depends only on where it stands now, not where it
+# started: two runs that meet go on together, and `_Runs` remembers where each stop leads.
+_TEXT_PLAIN = re.compile(r"[^\[\]\n\\]*+")
+_TEXT_PLAIN_ACROSS_LINES = re.compile(r"[^\[\]\n\\]*+(?:\n(?![ \t]*\n)[^\[\]\n\\]*+)*+")
+_TEXT_PIECE = re.compile(r"\\.|\[[^\[\]\n]*\]")
+_DEST_PLAIN = re.compile(r"[^\s()<>\\]*+")
+_DEST_PIECE = re.compile(r"\\.|\([^\s()]*\)")
+_DEST_ANGLE = re.compile(r"<[^<>\n]*>")
+_SPACE = re.compile(r"\s*+")
+_TITLE_AND_CLOSE = re.compile(r"(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?\s*\)")
 
 
-MARKDOWN_LINK = re.compile(r"\[((?:[^\[\]\n\\]|\\.|\[[^\[\]\n]*\])*)\]" + _DESTINATION)  # one level of nesting
+class _Runs:
+    """Where a greedy run of pieces from a position stops, in text[:endpos]: runs of `plain` characters, joined
+    by the pieces of `piece`. Each stop a run passes (a character `plain` does not take) is remembered, so a run
+    that reaches one already passed is not read again: reads from many starts cost one read of the text."""
+
+    def __init__(self, text: str, endpos: int, plain: re.Pattern[str], piece: re.Pattern[str]) -> None:
+        self.text, self.endpos, self.plain, self.piece = text, endpos, plain, piece
+        self.stops: dict[int, int] = {}
+
+    def end(self, pos: int) -> int:
+        text, endpos, plain, piece, stops = self.text, self.endpos, self.plain, self.piece, self.stops
+        passed = []
+        while True:
+            pos = plain.match(text, pos, endpos).end()  # type: ignore[union-attr]  # a `*` run always matches
+            end = stops.get(pos)
+            if end is not None:
+                break
+            passed.append(pos)
+            m = piece.match(text, pos, endpos)
+            if m is None:
+                end = pos
+                break
+            pos = m.end()
+        for p in passed:
+            stops[p] = end
+        return end
 
 
-# The text may go on across a soft line break (never a blank line): the parser keeps such a match only inside one
-# paragraph or list item, so it cannot join list items, headings or quotes.
-MARKDOWN_LINK_ACROSS_LINES = re.compile(r"\[((?:[^\[\]\n\\]|\\.|\n(?![ \t]*\n)|\[[^\[\]\n]*\])*)\]" + _DESTINATION)
+class MarkdownLinks:
+    """The Markdown links `[text](dest)` in text[:endpos] (the `[` that starts each; a `!` before it is the
+    caller's), as the pattern `[T](D)` above read them, in time linear in the text.
 
+    `across_lines`: the text may go on across a soft line break (never a blank line); the parser keeps such a
+    match only inside one paragraph or list item, so it cannot join list items, headings or quotes."""
 
-_ANY_MARKDOWN_LINK = re.compile("!?" + MARKDOWN_LINK.pattern)
+    def __init__(self, text: str, endpos: int | None = None, across_lines: bool = False) -> None:
+        self.text = text
+        self.endpos = len(text) if endpos is None else min(endpos, len(text))
+        plain = _TEXT_PLAIN_ACROSS_LINES if across_lines else _TEXT_PLAIN
+        self.label_runs = _Runs(text, self.endpos, plain, _TEXT_PIECE)
+        self.dest_runs = _Runs(text, self.endpos, _DEST_PLAIN, _DEST_PIECE)
+        self.dests: dict[int, tuple[int, int, int] | None] = {}  # `(` -> (destination start, its end, link end)
+        self.closes: dict[int, int] = {}  # destination end -> link end (-1: none)
+
+    def search(self, pos: int) -> tuple[int, int, str, str] | None:
+        """(start, end, text, destination) of the first link starting at or after pos; None when none."""
+        text, endpos = self.text, self.endpos
+        label_end = self.label_runs.end
+        while (a := text.find("[", pos, endpos)) >= 0:
+            pos = a + 1
+            # The pattern's text could end only where the run stops: any shorter run stops before a piece, and no
+            # piece starts with `]`.
+            t = label_end(a + 1)
+            if t + 1 < endpos and text[t] == "]" and text[t + 1] == "(":
+                dest = self._destination(t + 1)
+                if dest is not None:
+                    return a, dest[2], text[a + 1 : t], text[dest[0] : dest[1]]
+        return None
+
+    def _destination(self, at: int) -> tuple[int, int, int] | None:
+        """The destination after the `(` at text[at], and the link's end; None when there is no link."""
+        if at in self.dests:
+            return self.dests[at]
+        text, endpos = self.text, self.endpos
+        d = _SPACE.match(text, at + 1, endpos).end()  # type: ignore[union-attr]
+        if d < endpos and text[d] == "<":
+            m = _DEST_ANGLE.match(text, d, endpos)
+            g = m.end() if m else d  # no other destination starts with `<`
+        else:
+            g = self.dest_runs.end(d)  # as for the text: only the run's own stop can meet the space or `)`
+        end = -1
+        if g > d:
+            if g not in self.closes:  # several destinations may run on to the same stop
+                m = _TITLE_AND_CLOSE.match(text, g, endpos)
+                self.closes[g] = m.end() if m else -1
+            end = self.closes[g]
+        found = self.dests[at] = (d, g, end) if end >= 0 else None
+        return found
 
 
 _EXTERNAL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:|//")  # http:, mailto:, obsidian://, //host
@@ -101,8 +182,21 @@ def markdown_link_matches(
     text: str, pos: int = 0, endpos: int | None = None
 ) -> Iterator[tuple[int, int, bool, str, str]]:
     """(start, end, embed, text, destination) for each `[text](dest)` / `![alt](dest)` in text[pos:endpos]."""
-    for m in MARKDOWN_LINK.finditer(text, pos, len(text) if endpos is None else endpos):
-        a = m.start()
+    links = MarkdownLinks(text, endpos)
+    while (m := links.search(pos)) is not None:
+        a, pos, label, dest = m
         embed = a > 0 and text[a - 1] == "!"
-        yield a - embed, m.end(), embed, m.group(1), m.group(2)
+        yield a - embed, pos, embed, label, dest
 
+
+def flatten_markdown_links(text: str) -> str:
+    """Each `[text](dest)` / `![alt](dest)` as its text, stripped."""
+    links = MarkdownLinks(text)
+    pieces: list[str] = []
+    pos = 0  # copied up to here
+    while (m := links.search(pos)) is not None:
+        a, b, label, _ = m
+        a -= a > pos and text[a - 1] == "!"
+        pieces += (text[pos:a], label.strip())
+        pos = b
+    return "".join(pieces) + text[pos:] if pieces else text
