@@ -447,6 +447,26 @@ def test_long_contexts_are_cut_around_the_link() -> None:
     assert context.startswith("…") and context.endswith("…")
 
 
+def test_a_link_written_twice_in_a_long_sentence_is_cut_around_each() -> None:
+    """Each context centred on the first place the link's text showed, so both copies got the first one's."""
+    first, second = links("[[A]] " + "early " * 60 + "[[A]] " + "late " * 60 + ".")
+    assert first.context.startswith("A early early") and "late" not in first.context
+    assert second.context.startswith("…") and second.context.endswith("…")
+    assert "early A late" in second.context
+    in_a_list = links("- [[A]] " + "early " * 60 + "[[A]] " + "late " * 60 + "\n- [[A]]")
+    assert ["early A late" in link.context for link in in_a_list] == [False, True, False]
+    note = fm('k: "[[B|x]] ' + "early " * 60 + '[[C|x]] ' + "late " * 60 + '"')
+    assert "early x late" in note.links[1].context and "early x late" not in note.links[0].context
+
+
+def test_a_long_sentence_holding_every_private_use_character_is_still_cut_around_its_link() -> None:
+    """The links' places are read back from marks the sentence must not hold; with none left, a link's text
+    is looked for in the sentence."""
+    every = "".join(map(chr, range(0xE000, 0xF900)))
+    link = only_link(every + " " + "word " * 40 + "[[A]] " + "more " * 60 + ".")
+    assert link.context.startswith("…word") and "word A more" in link.context and link.context.endswith("…")
+
+
 def test_newlines_and_bom_are_normalised() -> None:
     note = parse_note("\ufeff---\r\ntitle: T\r\n---\r\n[[A]]\r\r[[B]]", "n.md")
     assert note.title == "T"

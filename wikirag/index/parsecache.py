@@ -30,8 +30,9 @@ from wikirag.vault.memory import cyclic_gc_paused
 # 6: YAML 1.2 scalars (no, on, 1:30 and dates stay text), list items kept whole, escaped links are text,
 # no setext heading under a quote; 7: inline `$…$` math holds no link or tag, a duplicate YAML key is invalid
 # frontmatter, an image inside a link is an embed, a block id names a block only on its last line,
-# a Markdown link's text may wrap within a paragraph.
-CACHE_VERSION = 7
+# a Markdown link's text may wrap within a paragraph; 8: a long context is cut around the link itself, not the
+# first place its text shows in the sentence.
+CACHE_VERSION = 8
 RACY_NS = 2_000_000_000  # a file modified this close before its row was written may change unseen
 
 

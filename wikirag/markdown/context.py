@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
+from collections.abc import Callable
 from itertools import accumulate
 from typing import NamedTuple
 
@@ -106,6 +107,7 @@ class BodyLinks:
         self.block_starts = [b[0] for b in layout.blocks]
         self.sentences: dict[int, list[int]] = {}
         self.rendered: dict[tuple[int, int], str] = {}
+        self.places: dict[tuple[int, int], dict[int, int]] = {}  # a long sentence's links: where each shows
         self.heading_offsets = [h[0] for h in layout.headings]
         self.heading_paths: list[tuple[str, ...]] = []
         stack: list[tuple[int, str]] = []
@@ -119,7 +121,7 @@ class BodyLinks:
         line_starts, body, offset = self.layout.line_starts, self.body, self.offset
         heading_offsets, heading_paths, context = self.heading_offsets, self.heading_paths, self.context
         out = []
-        for found, display in zip(self.found, self.displays, strict=True):
+        for i, (found, display) in enumerate(zip(self.found, self.displays, strict=True)):
             start, end, embed, kind, target, heading, block, label = found
             k = bisect_right(heading_offsets, start) - 1
             out.append(
@@ -133,14 +135,15 @@ class BodyLinks:
                     kind=kind,
                     line=offset + bisect_right(line_starts, start),
                     section=heading_paths[k] if k >= 0 else (),
-                    context=context(start, display, end),
+                    context=context(i, start, len(display), end),
                 )
             )
         return out
 
-    def context(self, at: int, display: str, link_end: int) -> str:
-        """The sentence holding the link (the whole line for list items, table rows and headings; the lines
-        for a link whose text wraps onto the next line of a list item)."""
+    def context(self, i: int, at: int, shown: int, link_end: int) -> str:
+        """The sentence holding link i (the whole line for list items, table rows and headings; the lines
+        for a link whose text wraps onto the next line of a list item), cut around the `shown` characters
+        the link shows as when it is long."""
         k = bisect_right(self.block_starts, at) - 1
         if k < 0:
             return ""
@@ -160,7 +163,12 @@ class BodyLinks:
         text = self.rendered.get((ws, we))
         if text is None:
             text = self.rendered[ws, we] = self._render(ws, we, kind)
-        return text if len(text) <= CONTEXT_CHARS else clip_context(text, display)
+        if len(text) <= CONTEXT_CHARS:
+            return text
+        places = self.places.get((ws, we))
+        if places is None:
+            places = self.places[ws, we] = self._places(ws, we, kind, text)
+        return clip_context(text, places[i], shown)
 
     def _sentence_bounds(self, start: int, end: int) -> list[int]:
         """Sentence starts in a paragraph: after . ! ? … before whitespace, after CJK stops, and around
@@ -192,8 +200,39 @@ class BodyLinks:
             pos, seen, k = max(pos, self.found[k].end), True, k + 1
         return seen and not self.masked[pos:end].strip()
 
-    def _render(self, start: int, end: int, kind: str) -> str:
-        """body[start:end] with links flattened, comments and math dropped; code stays as written."""
+    def _places(self, start: int, end: int, kind: str, text: str) -> dict[int, int]:
+        """Where in `text`, the rendered body[start:end], each link in it shows: the sentence rendered again
+        with a mark (private-use characters naming the link) before each link's text, read back. A link
+        whose mark is gone (its text was inside another link's destination) or that has none (an image
+        inside a link) takes the place of the link before it. Searching the text for each link's text cost a
+        search of the sentence per link (50,000 links on one line: 12 s) and found the first of two equal ones."""
+        first = bisect_left(self.starts, start)
+        last = bisect_left(self.starts, end, first)
+        held = set(self.visible[start:end]).union(*self.displays[first:last])
+        for block in range(0xE000, 0xF900 - 17, 17):  # a set of mark characters the sentence does not hold
+            mark, digits = chr(block), "".join(chr(c) for c in range(block + 1, block + 17))
+            if mark not in held and held.isdisjoint(digits):
+                break
+        else:  # the sentence holds every private-use character: place each link where its text first shows
+            return {i: max(text.find(self.displays[i]), 0) for i in range(first, last)}
+        to_digits, from_digits = str.maketrans("0123456789abcdef", digits), str.maketrans(digits, "0123456789abcdef")
+
+        def marked(i: int) -> str:
+            return mark + f"{i - first:x}".translate(to_digits)
+
+        places: dict[int, int] = {}
+        dropped = 0  # mark characters before here
+        for m in re.finditer(f"{mark}[{digits}]*", self._render(start, end, kind, marked)):
+            places.setdefault(first + int(m.group()[1:].translate(from_digits), 16), m.start() - dropped)
+            dropped += len(m.group())
+        place = 0
+        for i in range(first, last):
+            place = places.setdefault(i, place)
+        return places
+
+    def _render(self, start: int, end: int, kind: str, marked: Callable[[int], str] | None = None) -> str:
+        """body[start:end] with links flattened, comments and math dropped; code stays as written. `marked`
+        gives a mark to put before each link's text."""
         visible, found, displays, pieces, pos = self.visible, self.found, self.displays, [], start
         for i in range(bisect_left(self.starts, start), len(found)):
             f = found[i]
@@ -201,7 +240,7 @@ class BodyLinks:
                 break
             if f.start < pos:
                 continue  # an image inside a link: shown with the link's text
-            pieces += (visible[pos : f.start], displays[i])
+            pieces += (visible[pos : f.start], marked(i) + displays[i] if marked else displays[i])
             pos = f.end
         pieces.append(visible[pos:end])
         text = "".join(pieces)
@@ -231,12 +270,11 @@ class BodyLinks:
         return _TRAILING_BLOCK_ID.sub("", text) if "^" in text else text
 
 
-def clip_context(text: str, focus: str, width: int = CONTEXT_CHARS) -> str:
-    """At most `width` characters of `text`, centred on `focus` when it has to be cut."""
+def clip_context(text: str, at: int, length: int, width: int = CONTEXT_CHARS) -> str:
+    """At most `width` characters of `text`, centred on text[at : at + length] when it has to be cut."""
     if len(text) <= width:
         return text
-    at = max(text.find(focus), 0)
-    start = max(0, min(at + len(focus) // 2 - width // 2, len(text) - width))
+    start = max(0, min(at + length // 2 - width // 2, len(text) - width))
     cut = text[start : start + width - 2].strip()
     return ("…" if start > 0 else "") + cut + ("…" if start + width - 2 < len(text) else "")
 

@@ -225,11 +225,15 @@ def _frontmatter_links(block: FrontmatterBlock, props: Properties) -> list[WikiL
         key_line = next((i for i, ln in enumerate(lines) if _is_key_line(ln, key)), 0)
         cursor = key_line
         for text in _strings_in(value):
-            context = f"{key}: {_flatten_wikilinks(text)}"
+            flat, places = _flatten_wikilinks(text)
+            context = f"{key}: {flat}"
+            n = 0
             for _, _, embed, inner in wikilink_matches(text):
                 parts = split_wikilink(inner)
                 if parts is None:
                     continue
+                place, shown = places[n]
+                n += 1
                 raw = ("![[" if embed else "[[") + inner + "]]"
                 at = next((i for i in range(cursor, len(lines)) if raw in lines[i]), key_line)
                 cursor = at
@@ -243,7 +247,7 @@ def _frontmatter_links(block: FrontmatterBlock, props: Properties) -> list[WikiL
                         label=label,
                         embed=embed,
                         line=at + 2,  # the opening `---` is line 1
-                        context=clip_context(context, display_text(*parts, embed)),
+                        context=clip_context(context, len(key) + 2 + place, shown),
                         frontmatter_key=key,
                     )
                 )
@@ -268,12 +272,17 @@ def _strings_in(value: object) -> list[str]:
     return []
 
 
-def _flatten_wikilinks(text: str) -> str:
-    pieces, pos = [], 0
+def _flatten_wikilinks(text: str) -> tuple[str, list[tuple[int, int]]]:
+    """The text with each wikilink as what it shows; where each shows, and its length."""
+    pieces, places, pos, at = [], [], 0, 0
     for a, b, embed, inner in wikilink_matches(text):
         parts = split_wikilink(inner)
         if parts is not None:
-            pieces += [text[pos:a], display_text(*parts, embed)]
+            shown = display_text(*parts, embed)
+            at += a - pos
+            pieces += [text[pos:a], shown]
+            places.append((at, len(shown)))
+            at += len(shown)
             pos = b
-    return "".join(pieces) + text[pos:]
+    return "".join(pieces) + text[pos:], places
 
