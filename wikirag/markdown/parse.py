@@ -220,11 +220,18 @@ def _frontmatter_links(block: FrontmatterBlock, props: Properties) -> list[WikiL
     if "[[" not in block.text:
         return []
     lines = block.text.split("\n")
+    key_lines = _key_lines(lines)
     links: list[WikiLink] = []
     for key, value in props.data.items():
-        key_line = next((i for i, ln in enumerate(lines) if _is_key_line(ln, key)), 0)
-        cursor = key_line
-        for text in _strings_in(value):
+        strings = _strings_in(value)
+        if not strings:
+            continue
+        if ":" in key or key.endswith(('"', "'", " ")):  # not in key_lines: line by line
+            key_line = next((i for i, ln in enumerate(lines) if _is_key_line(ln, key)), 0)
+        else:
+            key_line = key_lines.get(key, 0)
+        cursor, col = key_line, 0  # the line to look on, and where on it the last link was found
+        for text in strings:
             flat, places = _flatten_wikilinks(text)
             context = f"{key}: {flat}"
             n = 0
@@ -235,8 +242,11 @@ def _frontmatter_links(block: FrontmatterBlock, props: Properties) -> list[WikiL
                 place, shown = places[n]
                 n += 1
                 raw = ("![[" if embed else "[[") + inner + "]]"
-                at = next((i for i in range(cursor, len(lines)) if raw in lines[i]), key_line)
-                cursor = at
+                k = lines[cursor].find(raw, col)
+                if k < 0:  # not after the last link on its line: the first line from there that holds it
+                    cursor = next((i for i in range(cursor, len(lines)) if raw in lines[i]), key_line)
+                    k = lines[cursor].find(raw)
+                at, col = cursor, k + len(raw) if k >= 0 else 0
                 target, heading, block_id, label = parts
                 links.append(
                     WikiLink(
@@ -252,6 +262,20 @@ def _frontmatter_links(block: FrontmatterBlock, props: Properties) -> list[WikiL
                     )
                 )
     return links
+
+
+def _key_lines(lines: list[str]) -> dict[str, int]:
+    """The first line of each key that `_is_key_line` finds, for keys without `:` that end in no quote or space:
+    such a key is the text before the line's first `:`, less the quotes and spaces before it. One pass, where
+    looking for each key's line read the block once per key (6,000 keys: 6 s)."""
+    found: dict[str, int] = {}
+    for i, line in enumerate(lines):
+        if line and line[0] not in " \t-#":
+            rest = line.lstrip("\"'")
+            colon = rest.find(":")
+            if colon >= 0:
+                found.setdefault(rest[:colon].rstrip("\"' "), i)
+    return found
 
 
 def _is_key_line(line: str, key: str) -> bool:
