@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from wikirag.markdown.layout import lay_out
 from wikirag.markdown.parse import parse_note
 from wikirag.models import Heading, WikiLink
 
@@ -180,6 +181,19 @@ COMMENTS = [
 @pytest.mark.parametrize(("text", "targets"), COMMENTS)
 def test_comments_and_math(text: str, targets: list[str]) -> None:
     assert [link.target for link in links(text)] == targets
+
+
+def test_60_kb_of_dollars_and_math_is_read_once() -> None:
+    """The math pattern read each `\\$` of `\\$` repeated on to the line's end, and each `$a$` searched back to the
+    paragraph's start for a `[[` and read the one it found to the line's end (60 KB: over 20 s each)."""
+    escaped = "\\$" * 30_000 + " [[x]]"
+    assert lay_out(escaped).math == [] and [link.target for link in links(escaped)] == ["x"]
+    after_an_open_link = "[[" + " $a$" * 15_000 + " [[x]]"
+    assert lay_out(after_an_open_link).math == [(3 + 4 * i, 6 + 4 * i) for i in range(15_000)]
+    assert [link.target for link in links(after_an_open_link)] == ["x"]
+    before_a_link = "$a$ " * 15_000 + "[[x]] $[[y]]$ [[z $b$ c]]"
+    assert len(lay_out(before_a_link).math) == 15_001  # `$[[y]]$` is math; `$b$` sits inside the link [[z $b$ c]]
+    assert [link.target for link in links(before_a_link)] == ["x", "z $b$ c"]
 
 
 # -- frontmatter ------------------------------------------------------------------------------------------

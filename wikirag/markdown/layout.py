@@ -91,6 +91,7 @@ class _Scanner:
         self.out = Layout()
         self.mode = _NORMAL
         self.closer = ""  # what ends the current comment
+        self.last_wikilink = (-1, -1, -1)  # wikilink_end's last answer: (start, a, the end)
         self.fence_char = ""
         self.fence_len = 0
         self.fence_quoted = False
@@ -169,16 +170,30 @@ class _Scanner:
         """Mark `$...$` opened at body[a] unless the opener is escaped or sits inside a wikilink (`[[a$b]]`:
         the link opened first); return where to scan on."""
         body = self.body
+        if a > start and body[a - 1] == "\\" and is_escaped(body, a, start):
+            return a + 1  # checked first: the pattern reads on to the line's end past `\$` (`\$` repeated: 60 KB, 28 s)
         m = _INLINE_MATH.match(body, a, end)
-        if m is None or (a > start and body[a - 1] == "\\" and is_escaped(body, a, start)):
+        if m is None:
             return a + 1  # `$5 and $10`: a lone dollar
-        k = body.rfind("[[", start, a)
-        if k >= 0:
-            link = WIKILINK.match(body, k)
-            if link is not None and link.end() > a:
-                return a + 1
+        if self.wikilink_end(a, start) > a:
+            return a + 1
         self.out.math.append(m.span())
         return m.end()
+
+    def wikilink_end(self, a: int, start: int) -> int:
+        """The end of the wikilink that the last `[[` in body[start:a] opens; -1 when none. `a` moves on through
+        a paragraph, so only body[where the last call looked up to : a] is searched, and each `[[` read once:
+        searching back to the paragraph's start for each `$...$` (and reading the `[[` found to its line's end)
+        made 60 KB of `[[` and `$a$` repeated take over 20 s."""
+        looked_from, looked_to, link_end = self.last_wikilink
+        if looked_from != start or looked_to > a:
+            looked_to, link_end = start, -1
+        k = self.body.rfind("[[", max(looked_to - 1, start), a)  # a `[[` may straddle where the last call stopped
+        if k >= 0:
+            link = WIKILINK.match(self.body, k)
+            link_end = link.end() if link is not None else -1
+        self.last_wikilink = (start, a, link_end)
+        return link_end
 
     # -- lines ------------------------------------------------------------------------------------------
     def feed(self, lines: list[str]) -> Layout:
