@@ -15,7 +15,8 @@ from wikirag.errors import VaultNotFound
 from wikirag.vault.ignore import IgnoreRules
 from wikirag.vault.links import LinkIndex
 from wikirag.vault.model import Vault
-from wikirag.vault.read import find_on_disk, read_note, read_vault_note, scan_vault
+from wikirag.vault.on_disk import find_on_disk
+from wikirag.vault.read import read_note, read_vault_note, scan_vault
 
 needs_symlinks = pytest.mark.skipif(os.name == "nt", reason="needs symlinks")
 

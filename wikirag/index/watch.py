@@ -35,7 +35,8 @@ from wikirag.lightrag.engine import preload_embedder
 from wikirag.llm.redact import redact
 from wikirag.settings import WikiragConfig
 from wikirag.vault.model import Vault
-from wikirag.vault.read import Listings, Symlinks
+from wikirag.vault.on_disk import Listings
+from wikirag.vault.symlinks import Symlinks
 
 # Editor and OS droppings that are never notes: swap, backup, temp and lock files.
 _IGNORED_SUFFIXES = (".swp", ".swo", ".swx", ".tmp", ".temp", ".crdownload", ".part", "~", ".bak")

@@ -19,7 +19,8 @@ from wikirag.index.store_model import adopt_store_embedding
 from wikirag.query.notes import NoteTable, obsidian_uri, read_note_table
 from wikirag.query.search import SearchResult, search_notes
 from wikirag.settings import WikiragConfig
-from wikirag.vault.read import nfc, read_vault_note
+from wikirag.vault.on_disk import nfc
+from wikirag.vault.read import read_vault_note
 
 
 @dataclass

@@ -18,7 +18,8 @@ from wikirag.index.lexical import tokenize
 from wikirag.markdown.chunking import heading_path
 from wikirag.query.notes import NoteTable, obsidian_uri, read_question
 from wikirag.query.ranking import FUSION, fuse, note_rankings, rrf
-from wikirag.vault.read import Listings, read_vault_note
+from wikirag.vault.on_disk import Listings
+from wikirag.vault.read import read_vault_note
 
 if TYPE_CHECKING:
     from wikirag.index.lexical import LexicalIndex

@@ -18,18 +18,9 @@ from wikirag.models import ParsedNote, ReadIssue, Resolution, WikiLink
 from wikirag.vault.ignore import IgnoreRules
 from wikirag.vault.links import LinkIndex, is_note, link_name_key, name_keys, wanted_name
 from wikirag.vault.memory import cyclic_gc_paused
-from wikirag.vault.read import (
-    MAX_NOTE_BYTES,
-    Listings,
-    ScanResult,
-    Symlinks,
-    find_on_disk,
-    inside_folder,
-    lies_in,
-    nfc,
-    read_note,
-    scan_files,
-)
+from wikirag.vault.on_disk import Listings, find_on_disk, inside_folder, nfc
+from wikirag.vault.read import MAX_NOTE_BYTES, ScanResult, lies_in, read_note, scan_files
+from wikirag.vault.symlinks import Symlinks
 
 
 class RestoredLinks(Sequence):

@@ -9,10 +9,8 @@ import errno
 import hashlib
 import os
 import sys
-import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +19,8 @@ from wikirag.markdown.parse import normalize_text
 from wikirag.models import ReadIssue
 from wikirag.vault.ignore import IgnoreRules
 from wikirag.vault.links import is_note
+from wikirag.vault.on_disk import Listings, find_on_disk, inside_folder, nfc
+from wikirag.vault.symlinks import Symlinks
 
 BINARY_CONTROL_SHARE = 0.05  # more control bytes than this (tab, newlines, form feed aside) = not text
 
@@ -60,61 +60,6 @@ class NoteFile:
 
 
 @dataclass
-class Symlinks:
-    """The symlinks a scan met that lead inside the vault, for `watch`: a file-system event names the real
-    path that changed (real/Target.md), never the link the vault reads it under (Shortcut.md). Vault paths
-    here are spelled as on disk, as event paths are; real paths are os.path.realpath's."""
-
-    paths: set[str] = field(default_factory=set)  # every such symlink
-    files: dict[str, list[str]] = field(default_factory=dict)  # real path of a linked file -> the links to it
-    folders: dict[str, str] = field(default_factory=dict)  # real path of a folder walked through a link -> its path
-    targets: set[str] = field(default_factory=set)  # real paths of folder links' targets (and broken links')
-
-    def vault_paths(self, real: str) -> list[str]:
-        """The vault paths under which the scan read what is at `real` (or what lay below it) through a link."""
-        out = list(self._file_links.get(real, ()))
-        parent, name = os.path.split(real)
-        if parent in self.folders:
-            out.append(f"{self.folders[parent]}/{name}")
-        return out
-
-    def relinks(self, real: str) -> bool:
-        """Whether a change at `real` can change which folders the scan walks through a link: it is, or holds,
-        a folder link's target (made, removed or moved, the target decides whether and where the link is walked)."""
-        return real in self._target_folders
-
-    def touches(self, path: str) -> bool:
-        """Whether vault path `path` (as on disk) is one of the links, or a folder holding one."""
-        return path in self._link_folders
-
-    @cached_property
-    def _file_links(self) -> dict[str, list[str]]:
-        # A linked file's folder moved or removed changes what the link reads as much as the file itself does.
-        out: dict[str, list[str]] = {}
-        for real, links in self.files.items():
-            for place in _and_above(real):
-                out.setdefault(place, []).extend(links)
-        return out
-
-    @cached_property
-    def _target_folders(self) -> set[str]:
-        return {place for target in self.targets for place in _and_above(target)}
-
-    @cached_property
-    def _link_folders(self) -> set[str]:
-        return {place for link in self.paths for place in _and_above(link, "/")}
-
-
-def _and_above(path: str, sep: str = os.sep) -> list[str]:
-    """`path` and every folder above it ("a/b/c" -> "a/b/c", "a/b", "a")."""
-    out = [path]
-    while (cut := path.rfind(sep)) > 0:
-        path = path[:cut]
-        out.append(path)
-    return out
-
-
-@dataclass
 class ScanResult:
     notes: list[NoteFile] = field(default_factory=list)
     attachments: list[str] = field(default_factory=list)
@@ -136,10 +81,6 @@ class ReadResult:
     digest: str  # sha256 hex of the raw bytes ("" when they could not be read)
     issues: list[ReadIssue] = field(default_factory=list)
     unreadable: bool = False  # the file is there but could not be opened or read (not a file skipped on purpose)
-
-
-def nfc(text: str) -> str:
-    return unicodedata.normalize("NFC", text)
 
 
 def scan_vault(root: Path, exclude: Sequence[str] = ()) -> ScanResult:
@@ -262,13 +203,6 @@ def scan_files(root: Path, rules: IgnoreRules) -> ScanResult:
     return out
 
 
-def inside_folder(real: str, real_root: str) -> bool:
-    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
-
-
-Listings = dict[str, tuple[list[str], list[str]]]  # folder on disk -> (its names, each in NFC)
-
-
 def read_vault_note(root: Path, path: str, max_bytes: int = MAX_NOTE_BYTES,
                     listings: Listings | None = None) -> ReadResult:
     """Read the note at vault path `path` (NFC, as the index records it) as the index reads notes: the file
@@ -279,65 +213,6 @@ def read_vault_note(root: Path, path: str, max_bytes: int = MAX_NOTE_BYTES,
     if not inside_folder(os.path.realpath(here), os.path.realpath(root)):
         return _skipped(path, "leads out of the vault; skipped")
     return read_note(here, path, max_bytes)
-
-
-def find_on_disk(root: Path, path: str, listings: Listings | None = None) -> str | None:
-    """Where the scan finds vault path `path` (NFC) on disk; None when nowhere. A vault written on macOS spells
-    names in NFD, and a folder may hold both spellings of a name, of which the scan keeps the first it meets:
-    so of each part's spellings, files are tried in name order and folders real ones first, then symlinked ones,
-    skipping what the scan skips (a link out of the vault; what is not a file, or not a folder). `listings`
-    keeps the folders listed, for a caller finding several notes."""
-    real_root = os.path.realpath(root)
-    parts = path.split("/")
-    listings = {} if listings is None else listings
-
-    def rank(where: str, last: bool) -> int | None:  # the scan's order among spellings; None: passed over
-        link = os.path.islink(where)
-        if link and not inside_folder(os.path.realpath(where), real_root):
-            return None
-        if last:
-            return 0 if os.path.isfile(where) else None
-        return (1 if link else 0) if os.path.isdir(where) else None
-
-    def spellings(folder: str, part: str) -> list[str]:
-        if folder not in listings:
-            try:
-                names = os.listdir(folder)
-            except OSError:
-                names = []
-            listings[folder] = names, [nfc(name) for name in names]
-        names, keys = listings[folder]
-        found, at = [], -1
-        while (at := _index(keys, part, at + 1)) >= 0:
-            found.append(names[at])
-        return found
-
-    def tried(folder: str, part: str, last: bool) -> Iterator[str]:
-        # An ASCII name, there as a file or a real folder, comes first without listing the folder: any other
-        # spelling of it holds a character past ASCII where they first differ (a Kelvin sign for K), so sorts after.
-        first = part if part.isascii() and rank(os.path.join(folder, part), last) == 0 else None
-        if first is not None:
-            yield first
-        ranked = [(rank(os.path.join(folder, name), last), name) for name in spellings(folder, part) if name != first]
-        yield from (name for r, name in sorted((r, name) for r, name in ranked if r is not None))
-
-    def walk(folder: str, at: int) -> str | None:
-        last = at == len(parts) - 1
-        for name in tried(folder, parts[at], last):  # a folder that does not hold the rest: another spelling's may
-            where = os.path.join(folder, name)
-            found = where if last else walk(where, at + 1)
-            if found is not None:
-                return found
-        return None
-
-    return walk(str(root), 0)
-
-
-def _index(items: list[str], item: str, start: int) -> int:
-    try:
-        return items.index(item, start)
-    except ValueError:
-        return -1
 
 
 def _undecodable(name: str) -> bool:

@@ -1,0 +1,79 @@
+"""Where a vault path is on disk: names compared in NFC (a vault written on macOS spells them in NFD), and of
+two spellings of one name the file the scan keeps."""
+
+from __future__ import annotations
+
+import os
+import unicodedata
+from collections.abc import Iterator
+from pathlib import Path
+
+
+def nfc(text: str) -> str:
+    return unicodedata.normalize("NFC", text)
+
+
+def inside_folder(real: str, real_root: str) -> bool:
+    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+Listings = dict[str, tuple[list[str], list[str]]]  # folder on disk -> (its names, each in NFC)
+
+
+def find_on_disk(root: Path, path: str, listings: Listings | None = None) -> str | None:
+    """Where the scan finds vault path `path` (NFC) on disk; None when nowhere. A vault written on macOS spells
+    names in NFD, and a folder may hold both spellings of a name, of which the scan keeps the first it meets:
+    so of each part's spellings, files are tried in name order and folders real ones first, then symlinked ones,
+    skipping what the scan skips (a link out of the vault; what is not a file, or not a folder). `listings`
+    keeps the folders listed, for a caller finding several notes."""
+    real_root = os.path.realpath(root)
+    parts = path.split("/")
+    listings = {} if listings is None else listings
+
+    def rank(where: str, last: bool) -> int | None:  # the scan's order among spellings; None: passed over
+        link = os.path.islink(where)
+        if link and not inside_folder(os.path.realpath(where), real_root):
+            return None
+        if last:
+            return 0 if os.path.isfile(where) else None
+        return (1 if link else 0) if os.path.isdir(where) else None
+
+    def spellings(folder: str, part: str) -> list[str]:
+        if folder not in listings:
+            try:
+                names = os.listdir(folder)
+            except OSError:
+                names = []
+            listings[folder] = names, [nfc(name) for name in names]
+        names, keys = listings[folder]
+        found, at = [], -1
+        while (at := _index(keys, part, at + 1)) >= 0:
+            found.append(names[at])
+        return found
+
+    def tried(folder: str, part: str, last: bool) -> Iterator[str]:
+        # An ASCII name, there as a file or a real folder, comes first without listing the folder: any other
+        # spelling of it holds a character past ASCII where they first differ (a Kelvin sign for K), so sorts after.
+        first = part if part.isascii() and rank(os.path.join(folder, part), last) == 0 else None
+        if first is not None:
+            yield first
+        ranked = [(rank(os.path.join(folder, name), last), name) for name in spellings(folder, part) if name != first]
+        yield from (name for r, name in sorted((r, name) for r, name in ranked if r is not None))
+
+    def walk(folder: str, at: int) -> str | None:
+        last = at == len(parts) - 1
+        for name in tried(folder, parts[at], last):  # a folder that does not hold the rest: another spelling's may
+            where = os.path.join(folder, name)
+            found = where if last else walk(where, at + 1)
+            if found is not None:
+                return found
+        return None
+
+    return walk(str(root), 0)
+
+
+def _index(items: list[str], item: str, start: int) -> int:
+    try:
+        return items.index(item, start)
+    except ValueError:
+        return -1
