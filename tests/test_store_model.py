@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from tests.fakeapi import FakeAPI
 from tests.storekit import HashEmbedding, copy_vault
 from wikirag.cli import app
 from wikirag.lightrag import engine
@@ -114,3 +115,88 @@ def test_doctor_checks_the_model_the_store_was_built_with(tmp_path: Path, asked:
     result = _run("doctor", str(vault))
     assert checked == [OLD.split(":", 1)[1]], result.output
     assert "built with" not in result.output
+
+
+# --- [embedding] dim: the width of the model's vectors ------------------------------------------------------
+# A wrong dim used to fail deep in LightRAG's vector stores (errors, then a run that hung or a traceback) after
+# the store had recorded the wrong identity, so a corrected run was refused with a hint about the model.
+
+def _one_line(result) -> str:
+    output = result.output.strip()
+    assert result.exit_code == 1, output
+    assert output.count("\n") == 0 and "Traceback" not in output, output
+    return output
+
+
+def test_a_local_model_refuses_another_dim_before_the_store_is_made(tmp_path: Path, asked: list[str]) -> None:
+    vault = copy_vault(SAMPLE, tmp_path / "vault")
+    toml = vault / "wikirag.toml"
+    toml.write_text("[embedding]\ndim = 512\n", encoding="utf-8")
+    line = _one_line(_run("index", str(vault)))
+    assert f"[embedding] dim = 512 but {DEFAULT} returns 384-dimensional vectors; set dim = 384" in line
+    assert not (vault / ".wikirag").exists() and not asked
+    toml.unlink()
+    assert "dim = 256" in _one_line(runner.invoke(app, ["index", str(vault)], env={"WIKIRAG_EMBEDDING_DIM": "256"}))
+    assert not (vault / ".wikirag").exists()
+
+    assert _run("index", str(vault)).exit_code == 0  # the corrected run
+    toml.write_text("[embedding]\ndim = 512\n", encoding="utf-8")
+    for command in (("search", "Bombe"), ("query", "Who designed the Bombe?", "--context-only")):
+        assert "set dim = 384" in _one_line(_run(*command, "--vault", str(vault)))
+    assert "set dim = 384" in _one_line(_run("mcp", str(vault)))
+    result = _run("doctor", str(vault))
+    assert "set dim = 384" in result.output and "Traceback" not in result.output
+
+
+def test_a_store_that_recorded_a_wrong_dim_says_so_not_the_model(tmp_path: Path, asked: list[str]) -> None:
+    """A store the old code left with a local model at 512 dimensions: the fix is a rebuild, said as such."""
+    from wikirag.index.ledger import Ledger
+    from wikirag.index.run import open_ledger_store
+
+    vault = copy_vault(SAMPLE, tmp_path / "vault")
+    assert _run("index", str(vault)).exit_code == 0
+    store = open_ledger_store(load_config(vault))
+    ledger = Ledger.load(store)
+    ledger.meta["embedding"] = f"{DEFAULT}:512"
+    ledger.save(store)
+    (vault / "people" / "Alan Turing.md").write_text("Edited.\n", encoding="utf-8")  # past the nothing-changed exit
+    for command in (("index", str(vault)), ("search", "Bombe", "--vault", str(vault))):
+        line = _one_line(_run(*command))
+        assert f"{DEFAULT} has 384 dimensions: run `wikirag index --rebuild`" in line
+        assert "[embedding] model =" not in line
+    assert _run("index", str(vault), "--rebuild").exit_code == 0
+    assert _run("search", "Bombe", "--vault", str(vault)).exit_code == 0
+
+
+def test_an_api_model_s_width_is_checked_before_anything_is_recorded(tmp_path: Path) -> None:
+    """The fake OpenAI server returns 384-dimensional vectors (wikirag asks for no other width)."""
+    from wikirag.storage.ledger_store import recorded_embedding
+
+    with FakeAPI() as api:
+        vault = copy_vault(SAMPLE, tmp_path / "vault")
+        model = "openai:text-embedding-3-small"
+        env = {"WIKIRAG_EMBEDDING": model, "WIKIRAG_EMBEDDING_BASE_URL": api.openai_base_url,
+               "OPENAI_API_KEY": "sk-test"}
+
+        def recorded() -> str | None:
+            config = load_config(vault, environ=env)
+            return recorded_embedding(config.storage, config.workspace_dir, config.workspace)
+
+        def run(*args: str, dim: int):
+            return runner.invoke(app, list(args), env={**env, "WIKIRAG_EMBEDDING_DIM": str(dim)})
+
+        line = _one_line(run("index", str(vault), dim=512))
+        assert f"[embedding] dim = 512 but {model} returns 384-dimensional vectors; set dim = 384" in line
+        assert recorded() is None
+        assert run("index", str(vault), dim=384).exit_code == 0  # the corrected run proceeds
+        assert recorded() == f"{model}:384"
+
+        line = _one_line(run("index", str(vault), "--rebuild", dim=512))  # refused before the wipe
+        assert "set dim = 384" in line and recorded() == f"{model}:384"
+        for command in (("search", "Bombe"), ("query", "Who designed the Bombe?", "--context-only")):
+            line = _one_line(run(*command, "--vault", str(vault), dim=512))
+            assert f"built with embedding {model}:384, this run uses {model}:512" in line
+            assert "set [embedding] dim = 384" in line and "[embedding] model =" not in line
+        assert "set [embedding] dim = 384" in _one_line(run("mcp", str(vault), dim=512))
+        assert run("search", "Bombe", "--vault", str(vault), dim=384).exit_code == 0
+

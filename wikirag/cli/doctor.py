@@ -13,9 +13,9 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from wikirag.errors import VaultNotFound
+from wikirag.errors import ConfigError, StoreMismatch, VaultNotFound
 from wikirag.index.ledger import Ledger
-from wikirag.index.store_model import adopt_store_embedding
+from wikirag.index.store_model import adopt_store_embedding, embedding_mismatch
 from wikirag.lightrag.engine import embedding_spec
 from wikirag.settings import WikiragConfig, workspace_name
 from wikirag.storage.ledger_store import ledger_store
@@ -101,7 +101,10 @@ def _language_note(vault: Vault | None) -> str:
 
 
 def _embedding(config: WikiragConfig, vault: Vault | None = None) -> Check:
-    spec = embedding_spec(config)
+    try:
+        spec = embedding_spec(config)
+    except ConfigError as exc:  # a local model with another dim than its own
+        return Check("embedding", "fail", str(exc))
     if spec.provider != "local":
         return Check("embedding", "skip", f"{spec.identity}: an API model, checked when used")
     try:
@@ -129,11 +132,12 @@ def _store(config: WikiragConfig) -> Check:
         return Check("store", "fail", str(exc))
     except (ValueError, OSError) as exc:
         return Check("store", "fail", f"{store.location}: unreadable ledger: {exc}")
-    recorded, current = ledger.meta.get("embedding"), embedding_spec(config).identity
-    if recorded and recorded != current:
-        return Check("store", "fail", f"built with {recorded} but configured for {current}; "
-                                      "`wikirag index --rebuild` re-embeds, or set [embedding] model = "
-                                      f"\"{recorded.rsplit(':', 1)[0]}\"")
+    try:
+        problem = embedding_mismatch(ledger.meta.get("embedding"), embedding_spec(config).identity)
+    except ConfigError:
+        problem = None  # the embedding check says what is wrong with the setting
+    if problem:
+        return Check("store", "fail", problem)
     pending = sum(1 for e in ledger.notes.values() if e.status == "pending_extraction")
     detail = f"{len(ledger.notes)} notes indexed in {store.location}"
     if pending:
@@ -170,7 +174,8 @@ def _llm(config: WikiragConfig, call: bool) -> Check:
 
 def _adopt_store_model(config: WikiragConfig) -> None:
     """Follow the local model the store was built with (its ledger head), as `index` and `query` do."""
-    with contextlib.suppress(StorageUnreachable, ValueError, OSError):  # the store check then says what is wrong
+    # the store and embedding checks then say what is wrong
+    with contextlib.suppress(StorageUnreachable, StoreMismatch, ConfigError, ValueError, OSError):
         adopt_store_embedding(config)
 
 

@@ -114,6 +114,9 @@ def mcp(
 
             with StoreLock(config):
                 pass
+        from wikirag.index.store_model import adopt_store_embedding
+
+        adopt_store_embedding(config)  # a store built with another embedding: one line now, not from the server
         from wikirag.cli.mcp_server import serve_stdio
 
         serve_stdio(config, watch=watch, llm_func=llm_func)

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from wikirag.errors import StoreMismatch, VaultNotFound, WikiragError
+from wikirag.errors import VaultNotFound, WikiragError
 from wikirag.index.apply import run_plan
 from wikirag.index.budget import VaultSubset, apply_budget
 from wikirag.index.derived import load_derived, save_derived
@@ -30,10 +30,10 @@ from wikirag.index.manifest import drop_manifest, load_unchanged, save_manifest,
 from wikirag.index.parsecache import load_parse_cache, save_parse_cache
 from wikirag.index.planning import DERIVATION_VERSION, Plan, plan_index, stable_digest
 from wikirag.index.report import IndexReport, Progress, fill_plan_counts, fill_totals
-from wikirag.index.store_model import adopt_store_embedding
+from wikirag.index.store_model import adopt_store_embedding, require_store_embedding
 from wikirag.index.summaries import MODE_KEY, TODO_KEY, summary_work
 from wikirag.lightrag.embeddings import EmbeddingCounter
-from wikirag.lightrag.engine import embedding_spec, open_engine, preload_embedder
+from wikirag.lightrag.engine import check_vector_width, embedding_spec, open_engine, preload_embedder
 from wikirag.lightrag.hinting import HintingLLM
 from wikirag.lightrag.tokens import count_tokens
 from wikirag.lightrag.writer import StoreWriter
@@ -49,17 +49,6 @@ from wikirag.vault.read import scan_vault
 
 def _store_meta(config: WikiragConfig) -> dict[str, Any]:
     return {"embedding": embedding_spec(config).identity, "workspace": config.workspace}
-
-
-def _check_store(ledger: Ledger, config: WikiragConfig) -> None:
-    recorded = ledger.meta.get("embedding")
-    current = embedding_spec(config).identity
-    if recorded and recorded != current:
-        raise StoreMismatch(
-            f"{config.workspace_dir}: built with embedding {recorded}, this run uses {current}; "
-            f"run `wikirag index --rebuild` to re-embed, set [embedding] model = \"{recorded.rsplit(':', 1)[0]}\" "
-            "to keep the store's model, or use another --store"
-        )
 
 
 def StoreLock(config: WikiragConfig):  # noqa: N802  (was a class; callers use it as one)
@@ -146,6 +135,7 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
     if not rebuild:  # a store keeps the local model it was built with unless a setting names another
         adopt_store_embedding(config)
     if rag is None and engine_kwargs.get("embedding_func") is None:
+        await check_vector_width(config)  # an API model's: before the lock, a --rebuild's wipe or any record
         preload_embedder(config)  # something changed: the model loads while the run plans
     try:
         wipe = (lambda: _wipe_workspace(config, keep_llm_cache=not drop_llm_cache)) if rebuild else None
@@ -182,7 +172,7 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
         ledger = state.ledger if state is not None and state.ledger is not None else None
         if ledger is None:
             ledger = Ledger.load(open_ledger_store(config))
-        _check_store(ledger, config)
+        require_store_embedding(config, ledger.meta.get("embedding"))
         ledger.meta.update(carried)
         cache = load_parse_cache(config.workspace_dir, config.index.encoding) if vault is None else {}
         derived = load_derived(config.workspace_dir, config_key) if vault is None else None

@@ -70,11 +70,19 @@ def local_model_path(name: str) -> Path:
     return source if name == MINILM_NAME else derived_minilm(source)
 
 
-def require_local_model(name: str) -> None:
-    """Refuse a `local:` model name wikirag does not ship (checked when the settings are read, not at the first
-    embedding)."""
+def require_local_model(name: str, dim: int | None = None) -> None:
+    """Refuse a `local:` model name wikirag does not ship, or a `dim` other than its width (checked when the
+    settings are read, not at the first embedding: a wrong dim failed deep in LightRAG's vector stores after
+    the store had recorded it)."""
     if f"local:{name}" not in LOCAL_MODELS:
         raise ConfigError(f"unknown local embedding model {name!r} (use {' or '.join(LOCAL_MODELS)})")
+    if dim is not None and dim != MINILM_DIM:
+        raise ConfigError(dim_mismatch(f"local:{name}", dim, MINILM_DIM))
+
+
+def dim_mismatch(model: str, dim: int, width: int) -> str:
+    """The one line for an `[embedding] dim` that disagrees with the width of the model's vectors."""
+    return f"[embedding] dim = {dim} but {model} returns {width}-dimensional vectors; set dim = {width}"
 
 
 class _Request:
@@ -349,7 +357,7 @@ def make_embedding_func(spec: EmbeddingSpec, counter: EmbeddingCounter, base_url
     if spec.provider == "local":
         # max_token_size is left unset: windowing means no text is ever truncated, and a limit here
         # would make LightRAG re-split chunks behind the cost model's back.
-        require_local_model(spec.model)  # a spec made by hand is checked too
+        require_local_model(spec.model, spec.dim)  # a spec made by hand is checked too
         embed = _counting(counter, lambda texts: asyncio.to_thread(shared_minilm(spec.model).embed, texts))
         return EmbeddingFunc(embedding_dim=spec.dim, func=embed, model_name=spec.model)
     if spec.provider == "openai":

@@ -24,6 +24,7 @@ from wikirag.lightrag.embeddings import (
     EMBEDDING_PROVIDERS,
     EmbeddingCounter,
     EmbeddingSpec,
+    dim_mismatch,
     make_embedding_func,
     preload_local_model,
     require_local_model,
@@ -48,8 +49,28 @@ def embedding_spec(config: WikiragConfig) -> EmbeddingSpec:
         raise ConfigError(f"embedding model {config.embedding.model!r}: unknown provider {provider!r} "
                           f"(use one of {', '.join(EMBEDDING_PROVIDERS)})")
     if provider == "local":
-        require_local_model(model)  # before a run makes the store folder
+        require_local_model(model, config.embedding.dim)  # before a run makes the store folder
     return EmbeddingSpec(provider=provider, model=model, dim=config.embedding.dim)
+
+
+WIDTH_PROBE = "wikirag checks the width of this model's vectors"
+
+
+async def check_vector_width(config: WikiragConfig) -> None:
+    """Refuse an [embedding] dim that an API or Ollama model's vectors disagree with. wikirag cannot know their
+    width in advance, so a writer embeds one short text before it writes or records anything: left to LightRAG,
+    a wrong dim failed deep in its vector stores, after the store had recorded it. The local models' width is
+    known and checked with the settings (embedding_spec)."""
+    import numpy as np
+
+    spec = embedding_spec(config)
+    if spec.provider == "local":
+        return
+    func = make_embedding_func(spec, EmbeddingCounter(), config.embedding.base_url)
+    vectors = np.asarray(await func.func([WIDTH_PROBE]))
+    width = vectors.shape[-1] if vectors.ndim else 0
+    if width != spec.dim:
+        raise ConfigError(dim_mismatch(config.embedding.model, spec.dim, width))
 
 
 def preload_embedder(config: WikiragConfig) -> None:
