@@ -200,3 +200,29 @@ def test_an_api_model_s_width_is_checked_before_anything_is_recorded(tmp_path: P
         assert "set [embedding] dim = 384" in _one_line(run("mcp", str(vault), dim=512))
         assert run("search", "Bombe", "--vault", str(vault), dim=384).exit_code == 0
 
+
+def test_watch_embeds_with_the_store_s_model(tmp_path: Path, asked: list[str]) -> None:
+    """`watch` opened its engine with today's default before its first run followed the store's model."""
+    import asyncio
+    import threading
+
+    from wikirag.index.watch import watch_vault
+
+    vault = copy_vault(SAMPLE, tmp_path / "vault")
+    toml = vault / "wikirag.toml"
+    toml.write_text(f'[embedding]\nmodel = "{OLD}"\n', encoding="utf-8")
+    assert _run("index", str(vault)).exit_code == 0
+    toml.unlink()  # a store built when OLD was the default, with no setting
+    asked.clear()
+    note = vault / "people" / "Alan Turing.md"
+    note.write_text(note.read_text(encoding="utf-8") + "\n\nA new closing line.\n", encoding="utf-8")
+    stop = threading.Event()
+    reports: list = []
+
+    def initial(report) -> None:  # the initial run, then stop
+        reports.append(report)
+        stop.set()
+
+    asyncio.run(watch_vault(load_config(vault), stop=stop, on_initial=initial, poll_seconds=0.01))
+    assert reports and reports[0].notes_indexed == 1
+    assert set(asked) == {OLD}

@@ -30,8 +30,9 @@ from watchdog.observers import Observer
 from wikirag.errors import VaultNotFound
 from wikirag.index.report import IndexReport
 from wikirag.index.run import RunState, StoreLock, hinting_llm, index_vault, open_store_engine
+from wikirag.index.store_model import adopt_store_embedding
 from wikirag.lightrag.embeddings import EmbeddingCounter
-from wikirag.lightrag.engine import preload_embedder
+from wikirag.lightrag.engine import check_vector_width, preload_embedder
 from wikirag.llm.redact import redact
 from wikirag.settings import WikiragConfig
 from wikirag.vault.model import Vault
@@ -207,6 +208,11 @@ async def watch_vault(
     """Index once, then follow the vault until `stop` is set (or Ctrl-C)."""
     stop = stop or threading.Event()
     VaultNotFound.unless_folder(config.vault)
+    # The engine opened below embeds every batch: with the store's own model (refused in one line when the
+    # settings name another), its vectors' width checked before anything is written, as `index` does.
+    adopt_store_embedding(config)
+    if engine_kwargs.get("embedding_func") is None:
+        await check_vector_width(config)
     with StoreLock(config):
         # The observer starts before the vault is read, so nothing saved during the initial index is
         # missed: those events simply make the first batch re-read the files.
