@@ -92,8 +92,9 @@ def test_human_output(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert "notes" in out and "Resolved links per note" in out
-    assert "Frontmatter problems: 2" in out and "Bad date.md: " not in out  # a date that is none stays text
+    assert "Frontmatter problems: 3" in out and "Bad date.md: " not in out  # a date that is none stays text
     assert "Broken YAML.md: invalid YAML at line 4" in out
+    assert "Duplicate key.md: invalid YAML at line" in out
 
 
 def test_missing_vault_is_one_line_exit_1(tmp_path: Path) -> None:
