@@ -22,8 +22,13 @@ import re
 from wikirag.markdown.context import mask_spans
 from wikirag.markdown.layout import lay_out
 
-# [text](target "title") and ![alt](target); the target may hold one level of parentheses ("Foo_(bar)")
-_MD_LINK = re.compile(r"\[([^\]\n]*)\]\(\s*<?((?:[^()\s<>]|\([^()\s]*\))*)>?(?:\s+\"[^\"\n]*\")?\s*\)")
+# [text](target "title") and ![alt](target); the target may hold one level of parentheses ("Foo_(bar)").
+# Read by hand in pieces: the text runs from the `[` to the next `]` (no newline between); after `](` and all the
+# spaces there come `_TARGET_ON`, else (spaces first, no target) `_TITLE_ON`.
+_TARGET_ON = re.compile(r"<?((?:[^()\s<>]|\([^()\s]*\))*)>?(?:\s+\"[^\"\n]*\")?\s*\)")
+_TITLE_ON = re.compile(r"\"[^\"\n]*\"\s*\)")
+_SPACES = re.compile(r"\s*")
+_CLOSE_OR_NEWLINE = re.compile(r"[\]\n]")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 # A URL's own characters (RFC 3986), so one written into CJK prose with no space after it ends where the URL does;
 # the look-behind instead of \b, so a URL right after a CJK character (a word character) is found too.
@@ -37,12 +42,38 @@ _HTML = ("a|abbr|article|aside|audio|b|blockquote|br|button|caption|center|cite|
 _TAG = re.compile(rf"</?(?:{_HTML})(?=[\s/>])[^<>\n]*>", re.IGNORECASE)
 
 
-def _link(match: re.Match[str]) -> str:
-    return match.group(1) if _SCHEME.match(match.group(2)) else match.group(0)
+def _outside_links(text: str) -> str:
+    """Each Markdown link whose target has a scheme, as its text. What one pattern did, read in pieces: it was
+    tried again from every `[` up to the next `]` (a minute for a line of 80,000 `[`), and tried every split of
+    a run of spaces after `(` between the target and a title (30 s for `[](` and 80,000 spaces). Every `[`
+    before one `]` reaches the same rest, so each `]` is read once; the spaces are taken whole first, and
+    given back only to a title, which needs at least one before it (the target is then empty)."""
+    pieces: list[str] = []
+    pos = search = 0  # copied up to pos; the next `[` is looked for from search
+    while (i := text.find("[", search)) >= 0:
+        close = _CLOSE_OR_NEWLINE.search(text, i + 1)
+        if close is None:
+            break
+        j = close.start()
+        rest = None
+        if text.startswith("](", j):
+            k = _SPACES.match(text, j + 2).end()
+            rest = _TARGET_ON.match(text, k)
+            target = rest.group(1) if rest is not None else ""
+            if rest is None and k > j + 2:
+                rest = _TITLE_ON.match(text, k)
+        if rest is None:
+            search = j + 1  # no link from any `[` before this `]` or newline
+            continue
+        if _SCHEME.match(target):
+            pieces += (text[pos:i], text[i + 1 : j])
+            pos = rest.end()
+        search = rest.end()
+    return "".join(pieces) + text[pos:] if pieces else text
 
 
 def _outside_addresses_and_tags(text: str) -> str:
-    text = _MD_LINK.sub(_link, text)
+    text = _outside_links(text) if "](" in text else text
     return _TAG.sub(" ", _BARE_URL.sub(" ", text))
 
 
@@ -53,7 +84,8 @@ def searchable_text(text: str) -> str:
     hidden = list(layout.hidden)
     if hidden:
         text = mask_spans(text, hidden, count=False)[0]  # blanked in place: the offsets below still hold
-    code = sorted(span for span in layout.ignored if span not in set(hidden))
+    shown = set(hidden)
+    code = sorted(span for span in layout.ignored if span not in shown)
     parts: list[str] = []
     pos = 0
     for a, b in code:
