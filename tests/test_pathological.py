@@ -15,6 +15,7 @@ from wikirag.markdown.layout import Layout, heading_text, lay_out
 from wikirag.markdown.parse import parse_note
 from wikirag.markdown.searchable import _outside_links, searchable_text
 from wikirag.markdown.structure import _Holes, prose_chars, sections
+from wikirag.plan.mentions import sentence_names
 
 
 def soup(*units: str, size: int = 30) -> st.SearchStrategy[str]:
@@ -161,3 +162,18 @@ def test_the_opening_paragraph_after_ten_thousand_comments():
     assert opening_paragraph(note) == "Hello there."
     note = parse_note("Hi" + " %%a%%" * 12_000 + " there.", "n.md")
     assert opening_paragraph(note) == "Hi there."
+
+
+# --- tags and names: membership in a list -------------------------------------------------------------------
+
+
+def test_forty_thousand_distinct_tags_come_once_each_in_order():
+    tags = [f"t{i}" for i in range(40_000)]  # 27 s when each was looked for in the list
+    note = parse_note(" ".join(f"#{t} #T{i}" for i, t in enumerate(tags)), "n.md")
+    assert note.tags == tags
+
+
+def test_a_sentence_of_thousands_of_names_names_each_once():
+    names = [f"Name{i}" for i in range(40_000)]  # 20 s when each was looked for in the list
+    text = " and ".join(names + names)
+    assert sentence_names(text) == [names[1:] + names[:1]]  # the first opens the sentence, and comes again

@@ -77,12 +77,14 @@ def parse_note(text: str, path: str) -> ParsedNote:
         links.extend(BodyLinks(body, masked, layout, found, link_starts, offset).build())
 
     tags = list(props.tags)
+    seen = set(tags)  # `in tags` read the list for each tag: 40,000 distinct tags took 27 s
     for m in TAG.finditer(masked) if "#" in masked else ():
         a, tag = m.start(), m.group(1)
         if (a and not masked[a - 1].isspace()) or tag.isdigit() or _inside(a, link_starts, link_ends):
             continue  # `#` must follow whitespace; `#123` is no tag
         tag = tag.lower()
-        if tag not in tags:
+        if tag not in seen:
+            seen.add(tag)
             tags.append(tag)
 
     name = note_name(path)
