@@ -11,6 +11,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from wikirag.graph.contribution import _block_text, _Hidden, opening_paragraph
+from wikirag.lightrag import lazy_encoding
+from wikirag.lightrag.tokens import get_encoding
 from wikirag.markdown.layout import Layout, heading_text, lay_out
 from wikirag.markdown.parse import parse_note
 from wikirag.markdown.searchable import _outside_links, searchable_text
@@ -177,3 +179,21 @@ def test_a_sentence_of_thousands_of_names_names_each_once():
     names = [f"Name{i}" for i in range(40_000)]  # 20 s when each was looked for in the list
     text = " and ".join(names + names)
     assert sentence_names(text) == [names[1:] + names[:1]]  # the first opens the sentence, and comes again
+
+
+# --- tokens: small tables ----------------------------------------------------------------------------------
+
+
+def test_many_tiny_texts_build_few_small_tables():
+    """Each tiny text built a table of its own (a few ms each) until 24 KB had passed: a note of 5,000 one-line
+    paragraphs took 18 s to chunk in a fresh process. The full encoder now takes over after a few dozen."""
+    shared = get_encoding("o200k_base")
+    enc = lazy_encoding.LazyEncoding(shared.name, shared._pat_str, shared._special_tokens, shared.ranks)
+    built = []
+    make = enc._make
+    enc._make = lambda ranks: built.append(len(ranks)) or make(ranks)
+    texts = [f"# a{i}" for i in range(1_000)]
+    assert [enc.encode(t, disallowed_special=()) for t in texts] == [shared.encode(t, disallowed_special=())
+                                                                      for t in texts]
+    assert enc._full is not None
+    assert len(built) <= 50
