@@ -149,6 +149,8 @@ class FakeAPI:
         self.batch_polls = batch_polls
         self.batch_delay = batch_delay
         self.stream_chunk = stream_chunk  # characters of answer per SSE delta
+        self.embeddings_fail_from: int | None = None  # from this embeddings request on (1-based), answer 500
+        self.embedding_requests = 0
         encoding = get_encoding("o200k_base")
         self.count_tokens = count_tokens or (lambda text: len(encoding.encode_ordinary(text)))
         self.lock = threading.Lock()
@@ -321,6 +323,12 @@ class FakeAPI:
 
     async def _embeddings_route(self, request: web.Request) -> web.Response:
         """Hashing bag-of-words vectors (tests.fakes.hashing_embed), as floats or base64 like the real API."""
+        with self.lock:
+            self.embedding_requests += 1
+            failing = self.embeddings_fail_from is not None and self.embedding_requests >= self.embeddings_fail_from
+        if failing:
+            return web.json_response({"error": {"message": "upstream embedding backend unavailable",
+                                                "type": "server_error"}}, status=500)
         body = request[RECEIVED].body or {}
         texts = [body["input"]] if isinstance(body.get("input"), str) else list(body.get("input") or [])
         vectors = await hashing_embed(int(body.get("dimensions") or 384))(texts)

@@ -21,10 +21,10 @@ from wikirag.errors import ConfigError
 from wikirag.lightrag.engine import lightrag_llm_kwargs
 from wikirag.llm.check import acheck_llm
 from wikirag.llm.client import make_llm_func
-from wikirag.llm.redact import redact
 from wikirag.llm.retry import Backoff, LLMCallError, affects_every_call, is_retryable
 from wikirag.llm.spec import describe_llm, parse_llm_spec
 from wikirag.llm.usage import LLMUsage
+from wikirag.redaction import redact
 from wikirag.settings import LLMSettings
 
 FAST = Backoff(initial_s=0.01, max_s=0.05)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "wikirag"
 
-BASE = {"errors", "models"}
+BASE = {"errors", "models", "redaction"}
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "models": set(),

@@ -59,3 +59,7 @@ class QueryFailed(WikiragError):
 
 class ExportRefused(WikiragError):
     """An export would write where wikirag must not (among the vault's notes, onto a folder)."""
+
+
+class EmbeddingFailed(WikiragError):
+    """An embedding call failed (after the provider binding's own retries); the message is redacted."""

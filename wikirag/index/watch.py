@@ -33,7 +33,7 @@ from wikirag.index.run import RunState, StoreLock, hinting_llm, index_vault, ope
 from wikirag.index.store_model import adopt_store_embedding
 from wikirag.lightrag.embeddings import EmbeddingCounter
 from wikirag.lightrag.engine import check_vector_width, preload_embedder
-from wikirag.llm.redact import redact
+from wikirag.redaction import redact
 from wikirag.settings import WikiragConfig
 from wikirag.vault.model import Vault
 from wikirag.vault.on_disk import Listings

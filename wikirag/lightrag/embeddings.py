@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from wikirag.errors import ConfigError
+from wikirag.lightrag.embedding_guard import guarded
 from wikirag.lightrag.guard import import_lightrag
 
 MINILM_NAME = "all-MiniLM-L6-v2-onnx-int8"
@@ -338,8 +339,10 @@ class EmbeddingCounter:
         self.texts = 0
 
 
-def _counting(counter: EmbeddingCounter, embed) -> Any:
-    """An async embedding function that counts its calls and texts before calling `embed(texts)`."""
+def _counting(counter: EmbeddingCounter, embed, spec: EmbeddingSpec) -> Any:
+    """An async embedding function that counts its calls and texts before calling `embed(texts)`, and says
+    a failure once, in one line (embedding_guard)."""
+    embed = guarded(f"{spec.provider}:{spec.model}", embed)
 
     async def counted(texts: list[str], **_: object) -> np.ndarray:
         counter.calls += 1
@@ -358,18 +361,21 @@ def make_embedding_func(spec: EmbeddingSpec, counter: EmbeddingCounter, base_url
         # max_token_size is left unset: windowing means no text is ever truncated, and a limit here
         # would make LightRAG re-split chunks behind the cost model's back.
         require_local_model(spec.model, spec.dim)  # a spec made by hand is checked too
-        embed = _counting(counter, lambda texts: asyncio.to_thread(shared_minilm(spec.model).embed, texts))
+        embed = _counting(counter, lambda texts: asyncio.to_thread(shared_minilm(spec.model).embed, texts),
+                          spec)
         return EmbeddingFunc(embedding_dim=spec.dim, func=embed, model_name=spec.model)
     if spec.provider == "openai":
         import_lightrag()
         from lightrag.llm.openai import openai_embed
 
-        embed = _counting(counter, lambda texts: openai_embed.func(texts, model=spec.model, base_url=base_url))
+        embed = _counting(counter, lambda texts: openai_embed.func(texts, model=spec.model, base_url=base_url),
+                          spec)
     elif spec.provider == "ollama":
         import_lightrag()
         from lightrag.llm.ollama import ollama_embed
 
-        embed = _counting(counter, lambda texts: ollama_embed.func(texts, embed_model=spec.model, host=base_url))
+        embed = _counting(counter, lambda texts: ollama_embed.func(texts, embed_model=spec.model, host=base_url),
+                          spec)
     else:
         raise ConfigError(f"unknown embedding provider {spec.provider!r} (use local, openai or ollama)")
     return EmbeddingFunc(embedding_dim=spec.dim, func=embed, model_name=spec.model, max_token_size=8192)

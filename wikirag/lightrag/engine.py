@@ -13,6 +13,7 @@ Traps handled here (checked against lightrag-hku 1.5.7):
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -233,14 +234,33 @@ async def open_engine(
                 await keep_answers(rag, config.workspace_dir)
             yield rag
         finally:
-            if reading is None:
-                await rag.finalize_storages()
-                forget_answers(rag)  # finalising wrote LightRAG's cache file: the journal is redundant
-            else:
-                await _finalize_some(rag, reading)
+            try:
+                if reading is None:
+                    await rag.finalize_storages()
+                    forget_answers(rag)  # finalising wrote LightRAG's cache file: the journal is redundant
+                else:
+                    await _finalize_some(rag, reading)
+            finally:
+                await _stop_call_queues(rag)
     finally:
         env.close()
         _release_workspace(config)
+
+
+async def _stop_call_queues(rag: Any) -> None:
+    """Stop LightRAG's call queues (embedding, each LLM role, rerank) before the event loop closes. Their
+    workers catch a cancellation that reaches them while they run a call and go back to waiting for the next
+    one, so after a run that failed with embedding calls still in flight, asyncio.run's final cancellation
+    waited on them forever. `shutdown` sets the flag their loop checks, then cancels them."""
+    funcs = [getattr(rag.embedding_func, "func", None), getattr(rag, "rerank_model_func", None)]
+    funcs += [state.wrapped for state in (getattr(rag, "_role_llm_states", None) or {}).values()]
+    for func in funcs:
+        shutdown = getattr(func, "shutdown", None)
+        if shutdown is not None:
+            try:
+                await shutdown(graceful=False)
+            except Exception as exc:  # a queue that cannot stop must not hide the run's own outcome
+                logging.getLogger("wikirag").debug("stopping a LightRAG call queue: %s", exc)
 
 
 # What LightRAG's context-only retrieval (`aquery_data` with keywords given) reads, per mode: checked against

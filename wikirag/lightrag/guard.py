@@ -138,4 +138,8 @@ def _drop_reraised_errors(record: logging.LogRecord) -> bool:
         return True
     if ": Error in decorated function for task " in str(record.msg):
         return False
+    from wikirag.lightrag.embedding_guard import is_reported
+
+    if is_reported(record.getMessage()):  # "Error embedding pending vector ops", "Failed to finalize X"
+        return False
     return not (_BINDINGS_DIR and record.pathname.startswith(_BINDINGS_DIR))

@@ -9,9 +9,9 @@ from dataclasses import dataclass, replace
 
 from wikirag.errors import ConfigError, WikiragError
 from wikirag.llm.client import LLMClient
-from wikirag.llm.redact import redact
 from wikirag.llm.spec import provider_host, provider_target
 from wikirag.llm.usage import LLMUsage
+from wikirag.redaction import redact
 from wikirag.settings import LLMSettings
 
 

@@ -43,7 +43,7 @@ from wikirag.lightrag.bindings import binding, prompt_openings
 from wikirag.llm.anthropic import send_anthropic
 from wikirag.llm.ollama import send_ollama
 from wikirag.llm.openai import send_openai
-from wikirag.llm.redact import install_log_redaction, redact
+from wikirag.llm.redact import install_log_redaction
 from wikirag.llm.retry import (
     Backoff,
     LLMCallError,
@@ -63,6 +63,7 @@ from wikirag.llm.spec import (
     provider_target,
 )
 from wikirag.llm.usage import LLMUsage, UsageTracker
+from wikirag.redaction import redact
 from wikirag.settings import LLMSettings
 
 # Refusals that mean "the server is busy": they pause the whole pool (429 rate limit, 529 Anthropic
