@@ -415,6 +415,19 @@ def test_update_file_resolves_links_that_were_waiting(vault_dir: Path) -> None:
     assert vault.backlinks("attachments/pic.png") == {"Home.md"}
 
 
+def test_update_file_of_a_removed_folder_forgets_its_files_and_their_problems(vault_dir: Path) -> None:
+    import shutil
+
+    write(vault_dir, "people/raw.md", b"\x00\x01\x02\x03" * 600)  # binary: skipped, with a problem
+    vault = Vault.load(vault_dir)
+    assert any(i.path == "people/raw.md" for i in vault.issues)
+    shutil.rmtree(vault_dir / "people")
+    vault.update_file("people")
+    assert not any(p.startswith("people/") for p in vault.notes)
+    assert not any(i.path.startswith("people/") for i in vault.issues)
+    assert vault.backlinks("Home.md") == set()
+
+
 def test_update_file_reparses_a_changed_note(vault_dir: Path) -> None:
     vault = Vault.load(vault_dir)
     write(vault_dir, "people/Ada.md", "Now links to [[Lonely]] only.\n")

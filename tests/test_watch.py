@@ -459,3 +459,31 @@ def test_a_name_spelled_twice_ends_as_a_fresh_index(tmp_path, change):
                 pytest.skip("this file system normalises names")
         watcher.settle()
     assert snapshot(watcher.config) == fresh_snapshot(vault, tmp_path / "fresh")
+
+
+@pytest.mark.parametrize("held", ["nfd", "nfc"])
+@pytest.mark.parametrize("how", ["deleted", "moved away"])
+def test_a_folder_spelled_twice_loses_only_its_own_notes(tmp_path, held, how):
+    """Café in NFC and in NFD are two folders whose notes share their NFC paths. Removing one made the
+    watcher forget every note under the shared path, the other folder's too."""
+    import shutil
+    import unicodedata
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    nfc, nfd = vault / "Caf\u00e9", vault / unicodedata.normalize("NFD", "Caf\u00e9")
+    for folder, word in ((nfc, "tea"), (nfd, "coffee")):
+        folder.mkdir(exist_ok=True)
+        (folder / "Menu.md").write_text(f"The menu: {word}. [[Other]]\n")
+        (folder / f"Only {word}.md").write_text(f"Only in {word}.\n")
+    if len(os.listdir(vault)) < 2:
+        pytest.skip("this file system normalises names")
+    (vault / "Other.md").write_text("Links [[Menu]].\n")
+    with Watcher(vault, tmp_path / "store") as watcher:
+        gone = nfd if held == "nfd" else nfc
+        if how == "deleted":
+            shutil.rmtree(gone)
+        else:
+            gone.rename(tmp_path / "elsewhere")
+        watcher.settle()
+    assert snapshot(watcher.config) == fresh_snapshot(vault, tmp_path / "fresh")

@@ -220,7 +220,10 @@ class Vault:
         disk = find_on_disk(self.root, path, listings)
         abs_path = Path(disk) if disk else self.root / disk_rel
         if self._rules.ignored(path) or not abs_path.is_file() or not self._within_vault(abs_path):
-            self.remove_file(path)
+            if path in self.notes or path in self.attachments or self._rules.ignored(path):
+                self.remove_file(path)
+            else:
+                self._recheck_folder(path, listings)
             return []
         self.issues = [i for i in self.issues if i.path != path]
         if not is_note(path):
@@ -257,6 +260,16 @@ class Vault:
         for p in gone:
             self._forget(p)
         self.issues = [i for i in self.issues if i.path != path and not i.path.startswith(path + "/")]
+
+    def _recheck_folder(self, path: str, listings: Listings | None) -> None:
+        """A folder was removed, moved away or changed: each file the model holds under it is read again or
+        forgotten, rather than all forgotten, since another spelling of the folder (Café in NFC and in NFD
+        are two folders whose notes share their NFC paths) may still hold some of them."""
+        prefix = path + "/"
+        for held in sorted(p for p in (*self.notes, *self.attachments) if p.startswith(prefix)):
+            self.update_file(held, listings)
+        self.issues = [i for i in self.issues if i.path != path and not (
+            i.path.startswith(prefix) and find_on_disk(self.root, i.path, listings) is None)]
 
     def prepare_updates(self) -> None:
         """Build now what the first `update_file` / `remove_file` would build (backlinks and the name index over
