@@ -20,7 +20,8 @@ Tokens are counted with tiktoken (o200k_base) unless `count_tokens` is given. Ca
   read, the rest up to the last marker is a cache write, and everything else is `input_tokens`. Markers whose
   prefix is under `cache_min_tokens` are ignored.
 Knobs (attributes, changeable mid-test): `answer`, `latency`, `storm`, `storm_rate`, `retry_after`,
-`anthropic_storm_status`, `cache_min_tokens`, `batch_polls`, `batch_delay`, `stream_chunk`. Readings:
+`anthropic_storm_status`, `embeddings_fail_from`, `embedding_dimensions`, `cache_min_tokens`, `batch_polls`,
+`batch_delay`, `stream_chunk`. Readings:
 `requests` (every `Received`), `bodies(path)`, `calls`, `rejected`, `in_flight`, `max_in_flight`, `llm`
 (the default FakeLLM, with its per-kind `stats()`); `reset()` clears them.
 Batches advance only when polled: "validating", then "in_progress", then done on the `batch_polls`-th GET
@@ -150,6 +151,9 @@ class FakeAPI:
         self.batch_delay = batch_delay
         self.stream_chunk = stream_chunk  # characters of answer per SSE delta
         self.embeddings_fail_from: int | None = None  # from this embeddings request on (1-based), answer 500
+        # A request's `dimensions`: "honour" it, "ignore" it (384 wide), or "refuse" it with a 400, as OpenAI
+        # does for text-embedding-ada-002.
+        self.embedding_dimensions = "honour"
         self.embedding_requests = 0
         encoding = get_encoding("o200k_base")
         self.count_tokens = count_tokens or (lambda text: len(encoding.encode_ordinary(text)))
@@ -330,8 +334,11 @@ class FakeAPI:
             return web.json_response({"error": {"message": "upstream embedding backend unavailable",
                                                 "type": "server_error"}}, status=500)
         body = request[RECEIVED].body or {}
+        if body.get("dimensions") is not None and self.embedding_dimensions == "refuse":
+            return _reply(_oai_error(400, "This model does not support specifying dimensions."))
         texts = [body["input"]] if isinstance(body.get("input"), str) else list(body.get("input") or [])
-        vectors = await hashing_embed(int(body.get("dimensions") or 384))(texts)
+        honoured = body.get("dimensions") if self.embedding_dimensions == "honour" else None
+        vectors = await hashing_embed(int(honoured or 384))(texts)
         as_b64 = body.get("encoding_format") == "base64"
         data = [{"object": "embedding", "index": i, "embedding": base64.b64encode(v.astype(np.float32).tobytes())
                  .decode() if as_b64 else v.tolist()} for i, v in enumerate(vectors)]

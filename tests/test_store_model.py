@@ -169,10 +169,11 @@ def test_a_store_that_recorded_a_wrong_dim_says_so_not_the_model(tmp_path: Path,
 
 
 def test_an_api_model_s_width_is_checked_before_anything_is_recorded(tmp_path: Path) -> None:
-    """The fake OpenAI server returns 384-dimensional vectors (wikirag asks for no other width)."""
+    """A server that ignores the `dimensions` wikirag asks for and returns 384-dimensional vectors."""
     from wikirag.storage.ledger_store import recorded_embedding
 
     with FakeAPI() as api:
+        api.embedding_dimensions = "ignore"
         vault = copy_vault(SAMPLE, tmp_path / "vault")
         model = "openai:text-embedding-3-small"
         env = {"WIKIRAG_EMBEDDING": model, "WIKIRAG_EMBEDDING_BASE_URL": api.openai_base_url,
@@ -199,6 +200,69 @@ def test_an_api_model_s_width_is_checked_before_anything_is_recorded(tmp_path: P
             assert "set [embedding] dim = 384" in line and "[embedding] model =" not in line
         assert "set [embedding] dim = 384" in _one_line(run("mcp", str(vault), dim=512))
         assert run("search", "Bombe", "--vault", str(vault), dim=384).exit_code == 0
+
+
+def _vector_widths(vault: Path) -> set[int]:
+    """The width of every vector file in a vault's file store (NanoVectorDB records it)."""
+    files = list((vault / ".wikirag").rglob("vdb_*.json"))
+    assert files
+    return {json.loads(f.read_text(encoding="utf-8"))["embedding_dim"] for f in files}
+
+
+def test_a_configured_dim_is_asked_of_an_openai_model(tmp_path: Path) -> None:
+    """`[embedding] dim` is sent as OpenAI's `dimensions` (text-embedding-3 shortens its vectors): with 512 the
+    store holds 512-wide vectors where the check used to refuse; a width nobody set is not sent."""
+    from wikirag.storage.ledger_store import recorded_embedding
+
+    model = "openai:text-embedding-3-small"
+    with FakeAPI() as api:  # it honours `dimensions`, 384 wide without it
+        env = {"WIKIRAG_EMBEDDING": model, "WIKIRAG_EMBEDDING_BASE_URL": api.openai_base_url,
+               "OPENAI_API_KEY": "sk-test"}
+        vault = copy_vault(SAMPLE, tmp_path / "asked")
+        (vault / "wikirag.toml").write_text("[embedding]\ndim = 512\n", encoding="utf-8")
+        result = runner.invoke(app, ["index", str(vault)], env=env)
+        assert result.exit_code == 0, result.output
+        config = load_config(vault, environ=env)
+        assert recorded_embedding(config.storage, config.workspace_dir, config.workspace) == f"{model}:512"
+        assert _vector_widths(vault) == {512}
+        bodies = api.bodies("/v1/embeddings")
+        assert bodies and all(b.get("dimensions") == 512 for b in bodies)
+        api.reset()
+        result = runner.invoke(app, ["search", "Bombe", "--vault", str(vault)], env=env)
+        assert result.exit_code == 0, result.output
+        bodies = api.bodies("/v1/embeddings")
+        assert bodies and all(b.get("dimensions") == 512 for b in bodies)
+
+        api.reset()
+        vault = copy_vault(SAMPLE, tmp_path / "unset")  # no dim set: the model's own width, as before
+        result = runner.invoke(app, ["index", str(vault)], env=env)
+        assert result.exit_code == 0, result.output
+        assert _vector_widths(vault) == {384}
+        bodies = api.bodies("/v1/embeddings")
+        assert bodies and not any("dimensions" in b for b in bodies)
+
+
+def test_a_server_that_refuses_dimensions_is_asked_without(tmp_path: Path) -> None:
+    """A model that cannot shorten its vectors answers 400 to any `dimensions` (OpenAI's ada-002, vLLM without
+    Matryoshka): wikirag asks again without it, and its own width still has to be the configured one."""
+    model = "openai:text-embedding-ada-002"
+    with FakeAPI() as api:
+        api.embedding_dimensions = "refuse"
+        env = {"WIKIRAG_EMBEDDING": model, "WIKIRAG_EMBEDDING_BASE_URL": api.openai_base_url,
+               "OPENAI_API_KEY": "sk-test"}
+        vault = copy_vault(SAMPLE, tmp_path / "vault")
+        result = runner.invoke(app, ["index", str(vault)], env={**env, "WIKIRAG_EMBEDDING_DIM": "512"})
+        assert f"[embedding] dim = 512 but {model} returns 384-dimensional vectors" in _one_line(result)
+        api.reset()
+        result = runner.invoke(app, ["index", str(vault)], env={**env, "WIKIRAG_EMBEDDING_DIM": "384"})
+        assert result.exit_code == 0, result.output
+        assert _vector_widths(vault) == {384}
+        bodies = api.bodies("/v1/embeddings")
+        asked = [b for b in bodies if "dimensions" in b]
+        # The probe asks once, the engine with the calls it has in flight (LightRAG's 8 at most), then neither
+        # asks again.
+        assert 2 <= len(asked) <= 1 + 8 and "dimensions" not in bodies[-1]
+        assert len(bodies) - len(asked) > len(asked)
 
 
 def test_watch_embeds_with_the_store_s_model(tmp_path: Path, asked: list[str]) -> None:

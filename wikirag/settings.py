@@ -173,6 +173,9 @@ class WikiragConfig:
     # Whether a setting (toml, environment, flag) named the embedding model; if none did, a store keeps the
     # local model it was built with (follow_store_embedding).
     embedding_model_given: bool = True
+    # Whether a setting named `[embedding] dim`: only then is the width asked of an OpenAI model (`dimensions`),
+    # so a model whose width nobody set is called as before.
+    embedding_dim_given: bool = False
 
     @property
     def workspace_dir(self) -> Path:
@@ -357,6 +360,7 @@ def load_config(
         .embedded_in(store_path / workspace),  # the embedded server's data folder: inside the workspace folder
         sections={k: v for k, v in file_values.items() if k in _OWN_MODULE_SECTIONS and isinstance(v, dict)},
         embedding_model_given=("embedding", "model") in named,
+        embedding_dim_given=("embedding", "dim") in named,
     )
 
 

@@ -51,7 +51,8 @@ def embedding_spec(config: WikiragConfig) -> EmbeddingSpec:
                           f"(use one of {', '.join(EMBEDDING_PROVIDERS)})")
     if provider == "local":
         require_local_model(model, config.embedding.dim)  # before a run makes the store folder
-    return EmbeddingSpec(provider=provider, model=model, dim=config.embedding.dim)
+    return EmbeddingSpec(provider=provider, model=model, dim=config.embedding.dim,
+                         request_dim=provider == "openai" and config.embedding_dim_given)
 
 
 WIDTH_PROBE = "wikirag checks the width of this model's vectors"
