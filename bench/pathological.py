@@ -2,8 +2,9 @@
 
     python bench/pathological.py [VAULT] [--small 20000] [--large 80000] [--index] [--only UNIT ...]
 
-Each input is a short unit (`#a `, `%%`, `$a`, `[`, `> ` lines, ...) repeated, numbered names or tags, or with
-VAULT one of its 20 largest notes repeated, to `--small` and `--large` characters. Per input and stage it
+Each input is a short unit (`#a `, `%%`, `$a`, `[`, `> ` lines, ...) repeated, numbered names, tags or
+frontmatter keys (whole lines), or with VAULT one of its 20 largest notes repeated, to `--small` and `--large`
+characters. Per input and stage it
 prints the seconds at both sizes (best of 3, or of 1 over 0.3 s) and the growth ratio; a linear stage grows
 about large/small times (4x by default). A `!` marks a ratio over 1.5 times that (past 0.1 s), or a second at the
 large size; a stage over 2 s at the small size is not run at the large one (`skip`, and `-` for the stages
@@ -45,7 +46,10 @@ UNITS: dict[str, str | tuple[str, str, str]] = {  # name: unit repeated to the s
     "md-open": "[a](", "md-spaces": ("[](", " ", "x"), "wikilinks": "[[a]] ", "callout": "> [!note] a\n",
     "html": "<a ", "url": "http://", "sentences": "A. ", "setext": "a\n-\n", "tiny-paras": "a\n\n",
 }
-DISTINCT = {"names": "Name{} and ", "tags": "#t{} "}  # numbered: every name and tag a new one
+DISTINCT: dict[str, str | tuple[str, str, str]] = {  # numbered: every name, tag and key a new one
+    "names": "Name{} and ", "tags": "#t{} ", "fm-keys": ("---\n", 'k{}: "[[a]]"\n', "---\n"),
+    "fm-colon-keys": ("---\n", '"k:{}": "[[a]]"\n', "---\n"), "fm-quote-keys": ("---\n", "k{}': \"[[a]]\"\n", "---\n"),
+}
 TOK = lightrag_tokenizer()
 
 
@@ -89,6 +93,9 @@ def _index(text: str) -> None:
 
 
 def _sized(unit: str | tuple[str, str, str], size: int) -> str:
+    if isinstance(unit, tuple) and unit in DISTINCT.values():  # frontmatter: whole lines, or no YAML
+        head, unit, tail = unit
+        return head + "".join(map(unit.format, range(size // len(unit)))) + tail
     if unit in DISTINCT.values():
         return "".join(map(unit.format, range(size // len(unit))))[:size]
     head, unit, tail = unit if isinstance(unit, tuple) else ("", unit, "")

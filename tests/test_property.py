@@ -7,6 +7,7 @@ import re
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from tests.test_pathological import _old_is_key_line
 from wikirag.markdown.parse import parse_note
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -132,12 +133,12 @@ def test_markdown_links_are_read_as_the_patterns_read_them(text: str, pos: int, 
 def _lines_as_searched(block: str, data: dict) -> list[int]:
     """The lines _frontmatter_links gave until the search per key (6,000 keys: 6 s) and per link (20,000 links on
     one line: 2 s) went: the reference for the one-pass lookups."""
-    from wikirag.markdown.parse import _is_key_line, _strings_in
+    from wikirag.markdown.parse import _strings_in
     from wikirag.markdown.wikilinks import split_wikilink, wikilink_matches
 
     lines, found = block.split("\n"), []
     for key, value in data.items():
-        key_line = next((i for i, ln in enumerate(lines) if _is_key_line(ln, key)), 0)
+        key_line = next((i for i, ln in enumerate(lines) if _old_is_key_line(ln, key)), 0)
         cursor = key_line
         for text in _strings_in(value):
             for _, _, embed, inner in wikilink_matches(text):
