@@ -288,7 +288,8 @@ def note_contribution(
     # Identical chunk text twice in one note gives one id: keep the first, LightRAG keys by id.
     seen: set[str] = set()
     chunks = [c for c in all_chunks if not (c.id in seen or seen.add(c.id))]
-    contribution = NoteContribution(note.path, doc_id, me, chunks)
+    contribution = NoteContribution(note.path, doc_id, me, chunks,
+                                    places=[(c.id, c.start_line, c.end_line) for c in all_chunks])
     contribution.entities.append(
         EntityFragment(me, xml_safe(note_type(note, default_type)), xml_safe(note_description(note)),
                        [c.id for c in chunks], note.path, 0)

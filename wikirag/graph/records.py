@@ -64,4 +64,7 @@ class NoteContribution:
     chunks: list[ChunkRecord] = field(default_factory=list)
     entities: list[EntityFragment] = field(default_factory=list)
     relations: list[RelationFragment] = field(default_factory=list)
+    # every chunk's id and body lines in note order, a repeated chunk at each of its places (`chunks` keeps
+    # one record of identical chunks, with the first place's lines)
+    places: list[tuple[str, int, int]] = field(default_factory=list)
 

@@ -25,7 +25,7 @@ from wikirag.settings import WikiragConfig
 from wikirag.vault.model import Vault
 from wikirag.vault.read import lies_in
 
-DERIVATION_VERSION = 3  # bump when note_contribution's output changes for the same input
+DERIVATION_VERSION = 4  # bump when note_contribution's output changes for the same input
 
 
 @dataclass

@@ -8,6 +8,7 @@ content LightRAG reads, the hint the LLM sees, and which notes' text each unit h
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,8 +96,16 @@ def note_units(plan: Any, path: str, contribution: NoteContribution, tokenizer: 
 
 
 def member_chunks(contribution: NoteContribution, spans: list[tuple[int, int]]) -> list[ChunkRecord]:
-    """The stored chunks a note's extracted records may cite: those overlapping the extracted sections."""
+    """The stored chunks a note's extracted records may cite: those holding text of the extracted sections, in
+    the order the sections hold them. Each place of a repeated chunk counts: its one record has the first
+    place's lines, so a section repeating an earlier one's paragraph had none of its windows to cite. A
+    section is whole lines and a chunk never crosses a heading (a token window has its block's lines, all in
+    one section), so a chunk's lines meet a section exactly when its characters do."""
     if not spans:
         return contribution.chunks
-    hit = [c for c in contribution.chunks if any(c.start_line <= b and a <= c.end_line for a, b in spans)]
-    return hit or contribution.chunks
+    spans = sorted(spans)  # heading sections: apart, so their ends grow too
+    starts, ends = [a for a, _ in spans], [b for _, b in spans]
+    by_id = {c.id: c for c in contribution.chunks}
+    hit = dict.fromkeys(chunk_id for chunk_id, first, last in contribution.places
+                        if (k := bisect_right(starts, last) - 1) >= 0 and ends[k] >= first)
+    return [by_id[chunk_id] for chunk_id in hit] or contribution.chunks
