@@ -49,6 +49,7 @@ UNITS: dict[str, str | tuple[str, str, str]] = {  # name: unit repeated to the s
 DISTINCT: dict[str, str | tuple[str, str, str]] = {  # numbered: every name, tag and key a new one
     "names": "Name{} and ", "tags": "#t{} ", "fm-keys": ("---\n", 'k{}: "[[a]]"\n', "---\n"),
     "fm-colon-keys": ("---\n", '"k:{}": "[[a]]"\n', "---\n"), "fm-quote-keys": ("---\n", "k{}': \"[[a]]\"\n", "---\n"),
+    "fm-escaped-links": ('---\nz: "[[z]]"\nk:\n', '  - "\\x5B[a{}]]"\n', "---\n"),  # not found on their line
 }
 TOK = lightrag_tokenizer()
 
