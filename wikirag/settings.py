@@ -25,7 +25,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from wikirag.errors import ConfigError
-from wikirag.storage.settings import StorageSettings, check_store_location
+from wikirag.storage.settings import StorageSettings, check_store_location, check_workspace_name, workspace_name
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -190,23 +190,6 @@ _SHORT_ENV = {
     "WIKIRAG_LLM_BASE_URL": ("llm", "base_url"),
     "WIKIRAG_EMBEDDING": ("embedding", "model"),
 }
-
-
-def workspace_name(vault: Path) -> str:
-    """A LightRAG workspace name for a vault: its folder name, made safe as one path component."""
-    name = re.sub(r"[^\w.-]+", "_", vault.resolve().name, flags=re.UNICODE).strip("._") or "vault"
-    return name
-
-
-_WORKSPACE_NAME = re.compile(r"[\w.-]+")
-
-
-def check_workspace_name(name: str, origin: str) -> str:
-    """A workspace names one folder inside the store (and a row prefix on servers): never a path."""
-    if not _WORKSPACE_NAME.fullmatch(name) or name in {".", ".."}:
-        raise ConfigError(f"{origin}: workspace {name!r} must be one folder name (letters, digits, '_', '-', '.'), "
-                          "not a path, '.' or '..'")
-    return name
 
 
 TOKEN_ENCODINGS = ("o200k_base", "cl100k_base")  # the tiktoken tables wikirag ships (lightrag.tokens)

@@ -17,10 +17,10 @@ from wikirag.errors import ConfigError, StoreMismatch, VaultNotFound
 from wikirag.index.ledger import Ledger
 from wikirag.index.store_model import adopt_store_embedding, embedding_mismatch
 from wikirag.lightrag.engine import embedding_spec
-from wikirag.settings import WikiragConfig, workspace_name
+from wikirag.settings import WikiragConfig
 from wikirag.storage.ledger_store import ledger_store
 from wikirag.storage.postgres import StorageUnreachable, check_storage
-from wikirag.storage.settings import scale_advice
+from wikirag.storage.settings import scale_advice, workspace_name
 
 if TYPE_CHECKING:
     from wikirag.vault.model import Vault

@@ -27,6 +27,7 @@ import numpy as np
 from wikirag.errors import ConfigError
 from wikirag.lightrag.embedding_guard import guarded
 from wikirag.lightrag.guard import import_lightrag
+from wikirag.lightrag.openai_embedding import openai_embedder
 
 MINILM_NAME = "all-MiniLM-L6-v2-onnx-int8"
 MINILM_INT8_NAME = "all-MiniLM-L6-v2-int8-dynamic"  # the same weights on int8 kernels (minilm_int8.py)
@@ -355,39 +356,6 @@ def _counting(counter: EmbeddingCounter, embed, spec: EmbeddingSpec) -> Any:
     return counted
 
 
-def _openai_embedder(model: str, base_url: str | None, dim: int | None) -> Any:
-    """LightRAG's OpenAI embedding call, asking for `dim`-wide vectors when `dim` is given (LightRAG sends
-    `dimensions` only for an `embedding_dim`). A model that cannot shorten its vectors refuses the parameter
-    even at its own width (OpenAI's text-embedding-ada-002, vLLM without Matryoshka): it is asked again without
-    it, from then on, and the width probe (engine.check_vector_width) judges the width it returns."""
-    import_lightrag()
-    from lightrag.llm.openai import openai_embed
-
-    asking = dim  # None once the server has refused the parameter
-
-    async def vectors(texts: list[str]) -> np.ndarray:
-        nonlocal asking
-        if asking is not None:
-            try:
-                return await openai_embed.func(texts, model=model, base_url=base_url, embedding_dim=asking)
-            except Exception as exc:
-                if not _refuses_dimensions(exc):
-                    raise
-                asking = None
-        return await openai_embed.func(texts, model=model, base_url=base_url)
-
-    return vectors
-
-
-def _refuses_dimensions(exc: BaseException) -> bool:
-    """An OpenAI SDK error that says the request's `dimensions` was not accepted (400, or 422 from a server
-    that validates its fields)."""
-    import openai
-
-    refused = isinstance(exc, (openai.BadRequestError, openai.UnprocessableEntityError))
-    return refused and "dimension" in str(exc).lower()
-
-
 def make_embedding_func(spec: EmbeddingSpec, counter: EmbeddingCounter, base_url: str | None = None):
     """A LightRAG EmbeddingFunc for the spec. API keys come from the providers' usual env vars."""
     import_lightrag()
@@ -402,7 +370,7 @@ def make_embedding_func(spec: EmbeddingSpec, counter: EmbeddingCounter, base_url
         return EmbeddingFunc(embedding_dim=spec.dim, func=embed, model_name=spec.model)
     if spec.provider == "openai":
         dim = spec.dim if spec.request_dim else None
-        embed = _counting(counter, _openai_embedder(spec.model, base_url, dim), spec)
+        embed = _counting(counter, openai_embedder(spec.model, base_url, dim), spec)
     elif spec.provider == "ollama":
         import_lightrag()
         from lightrag.llm.ollama import ollama_embed

@@ -6,6 +6,7 @@ secrets are kept in these settings: passwords come from the environment.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -353,3 +354,20 @@ def check_store_location(vault: Path, store: Path, workspace: str, origin: str, 
     elif vault_file:
         raise ConfigError(f"{origin}: store {store} is outside the vault; a vault's own wikirag.toml may only name "
                           "a folder inside it (use --store or WIKIRAG_STORE for another place)")
+
+
+def workspace_name(vault: Path) -> str:
+    """A LightRAG workspace name for a vault: its folder name, made safe as one path component."""
+    name = re.sub(r"[^\w.-]+", "_", vault.resolve().name, flags=re.UNICODE).strip("._") or "vault"
+    return name
+
+
+_WORKSPACE_NAME = re.compile(r"[\w.-]+")
+
+
+def check_workspace_name(name: str, origin: str) -> str:
+    """A workspace names one folder inside the store (and a row prefix on servers): never a path."""
+    if not _WORKSPACE_NAME.fullmatch(name) or name in {".", ".."}:
+        raise ConfigError(f"{origin}: workspace {name!r} must be one folder name (letters, digits, '_', '-', '.'), "
+                          "not a path, '.' or '..'")
+    return name
