@@ -268,9 +268,12 @@ def _unchanged(config: WikiragConfig, config_key: str, report: IndexReport, star
 
 def _config_key(config: WikiragConfig) -> str:
     """Everything besides the files that decides what an index holds, and where it is held: a run that switches
-    storage classes or PostgreSQL database with no note changed must fill the new store, not say "unchanged"."""
+    storage classes, PostgreSQL database or another server (NEO4J_URI, QDRANT_URL, ...) with no note changed
+    must not say "unchanged" from the manifest."""
     storage = config.storage
-    where = [storage.classes, storage.target if storage.uses_postgres else ""]  # the target names no password
+    where: list[Any] = [storage.classes, storage.target if storage.uses_postgres else ""]  # no password in either
+    if storage.servers:  # appended only when there are some: the key of a file or PostgreSQL store stays as it was
+        where.append([list(pair) for pair in storage.servers])
     return stable_digest([DERIVATION_VERSION, vars(config.index), vars(config.route), config.route_overrides,
                           config.llm.model, embedding_spec(config).identity, config.exclude, where])
 

@@ -72,6 +72,19 @@ REQUIREMENTS: dict[str, tuple[str, str, tuple[str, ...]]] = {  # family -> (impo
 }
 
 
+# The env vars that say which server (and database on it) a pass-through backend's data goes to, as LightRAG
+# reads them (lightrag/kg/*_impl.py). Never a user name, password, token or API key.
+TARGET_VARS: dict[str, tuple[str, ...]] = {
+    "Redis": ("REDIS_URI",),
+    "Mongo": ("MONGO_URI", "MONGO_DATABASE"),
+    "Neo4J": ("NEO4J_URI", "NEO4J_DATABASE"),
+    "Memgraph": ("MEMGRAPH_URI", "MEMGRAPH_DATABASE"),
+    "Qdrant": ("QDRANT_URL",),
+    "Milvus": ("MILVUS_URI", "MILVUS_DB_NAME"),
+    "OpenSearch": ("OPENSEARCH_HOSTS",),
+}
+
+
 # Env vars with which a LightRAG server storage replaces the workspace it was given.
 WORKSPACE_OVERRIDES = ("POSTGRES_WORKSPACE", "NEO4J_WORKSPACE", "MEMGRAPH_WORKSPACE", "QDRANT_WORKSPACE",
                        "MILVUS_WORKSPACE", "MONGODB_WORKSPACE", "REDIS_WORKSPACE", "OPENSEARCH_WORKSPACE")
@@ -116,6 +129,9 @@ class StorageSettings:
     password_source: str = field(default="", compare=False)  # the env var it came from, for doctor
     # embedded only: the server's data folder (inside the workspace folder), set by `embedded_in`
     data_dir: str = ""
+    # The other servers' targets the storages in use read from the environment (TARGET_VARS), credentials cut
+    # out of their URIs: ((variable, value), ...), for the "nothing changed" manifest's key.
+    servers: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def from_mapping(cls, mapping: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None,
@@ -141,10 +157,11 @@ class StorageSettings:
             values.update(dsn_values)
         for f in fields(cls):
             var = f"WIKIRAG_STORAGE_{f.name.upper()}"
-            if f.name not in {"password", "password_source"} and env.get(var):
+            if f.name not in {"password", "password_source", "servers"} and env.get(var):
                 values[f.name] = env[var]
         values.update(_known({k: v for k, v in (overrides or {}).items() if v is not None}, "command line"))
         settings = _build(values)
+        settings = replace(settings, servers=server_targets(settings.classes, env))
         # WIKIRAG_POSTGRES_PASSWORD, then the DSN's, then LightRAG's and libpq's usual variables.
         candidates = [(env.get(PASSWORD_VARS[0]), PASSWORD_VARS[0]), (dsn_password, DSN_VAR),
                       *((env.get(var), var) for var in PASSWORD_VARS[1:])]
@@ -199,8 +216,28 @@ class StorageSettings:
         return out
 
 
+def server_targets(classes: Mapping[str, str], environ: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """Where the pass-through storages among `classes` keep their data, from the env vars LightRAG reads
+    (TARGET_VARS; unset ones left out): a URI keeps its scheme, hosts, ports and path (the database), never its
+    user, password or query (a Redis password or a Mongo `authSource` live there)."""
+    families = sorted({storage_family(c) for c in classes.values()} & TARGET_VARS.keys())
+    return tuple((var, _without_credentials(environ[var])) for family in families for var in TARGET_VARS[family]
+                 if environ.get(var))
+
+
+def _without_credentials(value: str) -> str:
+    """A URI (or a comma-separated list of hosts) with everything up to its last `@` cut, then its `?query` and
+    `#fragment`: a password may hold any of / , ? # unescaped, and must not survive in part. An `@` in a query
+    loses the host too, which only makes the key less particular."""
+    scheme, sep, rest = value.strip().partition("://")
+    if not sep:
+        scheme, rest = "", scheme
+    rest = rest.rpartition("@")[2].split("?", 1)[0].split("#", 1)[0]
+    return scheme + sep + ",".join(part.strip() for part in rest.split(","))
+
+
 def _known(values: Mapping[str, Any], origin: str) -> dict[str, Any]:
-    allowed = {f.name for f in fields(StorageSettings)} - {"password", "password_source"}
+    allowed = {f.name for f in fields(StorageSettings)} - {"password", "password_source", "servers"}
     unknown = sorted(set(values) - allowed)
     if unknown:
         raise ConfigError(f"{origin}: unknown key [storage] {unknown[0]}")
