@@ -73,8 +73,33 @@ def test_targets_cut_every_credential_out_of_a_uri() -> None:
         {"kv": "redis", "vector": "qdrant", "graph": "neo4j"},
         {"REDIS_URI": "redis://:p/a,s?s#x@cache:6379/2", "QDRANT_URL": "https://vec:6333/?api_key=k#f",
          "NEO4J_URI": "neo4j+s://neo:pw@graph.example:7687", "MONGO_URI": "mongodb://unused:27017"})
-    assert dict(settings.servers) == {"REDIS_URI": "redis://cache:6379/2", "QDRANT_URL": "https://vec:6333/",
+    assert dict(settings.servers) == {"REDIS_URI": "redis://cache:6379/2", "QDRANT_URL": "https://vec:6333",
                                       "NEO4J_URI": "neo4j+s://graph.example:7687"}  # Mongo: not in use
+    # A list without a scheme whose password holds "://": no part of it is taken for one.
+    hosts = StorageSettings.from_mapping({"kv": "opensearch"}, {"OPENSEARCH_HOSTS": "admin:p://w@os-a:9200"})
+    assert dict(hosts.servers) == {"OPENSEARCH_HOSTS": "os-a:9200"}
+
+
+@pytest.mark.parametrize(("var", "spellings"), [
+    ("QDRANT_URL", ("https://vec:6333", "https://vec:6333/", " HTTPS://Vec:6333/ ", "https://k@vec:6333/?x=1")),
+    ("MONGO_URI", ("mongodb://db-a:27017,db-c:27017", "mongodb://u:p@db-a:27017,db-c:27017/?authSource=admin",
+                   "mongodb://DB-A:27017, db-c:27017/")),
+    ("OPENSEARCH_HOSTS", ("os-a:9200,os-c:9200", "os-a:9200, os-c:9200,", "admin:pw@os-a:9200,os-c:9200")),
+    ("MILVUS_URI", ("/data/Milvus.db", "/data/Milvus.db/")),
+])
+def test_one_server_spelled_another_way_is_one_target(var: str, spellings: tuple[str, ...]) -> None:
+    """The ledger compares the recorded target with the current one: a trailing slash, a scheme or host in
+    capitals or a space after a comma is the same server, not a new one to refuse."""
+    role = {"QDRANT_URL": "vector", "MONGO_URI": "kv", "OPENSEARCH_HOSTS": "kv", "MILVUS_URI": "vector"}[var]
+    backend = {"QDRANT_URL": "qdrant", "MONGO_URI": "mongo", "OPENSEARCH_HOSTS": "opensearch",
+               "MILVUS_URI": "milvus"}[var]
+    forms = {dict(StorageSettings.from_mapping({role: backend}, {var: spelling}).servers)[var]
+             for spelling in spellings}
+    assert forms == {spellings[0]}
+    # A file path's case is kept: on most file systems it names another file.
+    if var == "MILVUS_URI":
+        other = StorageSettings.from_mapping({role: backend}, {var: "/data/milvus.db"}).servers
+        assert dict(other)[var] != spellings[0]
 
 
 def test_a_store_on_files_keeps_its_key_whatever_the_servers(tmp_path: Path) -> None:

@@ -83,6 +83,8 @@ TARGET_VARS: dict[str, tuple[str, ...]] = {
     "Milvus": ("MILVUS_URI", "MILVUS_DB_NAME"),
     "OpenSearch": ("OPENSEARCH_HOSTS",),
 }
+# Of these, the ones that name a database on the server rather than the server.
+DATABASE_VARS = frozenset({"MONGO_DATABASE", "NEO4J_DATABASE", "MEMGRAPH_DATABASE", "MILVUS_DB_NAME"})
 
 
 # Env vars with which a LightRAG server storage replaces the workspace it was given.
@@ -221,19 +223,35 @@ def server_targets(classes: Mapping[str, str], environ: Mapping[str, str]) -> tu
     (TARGET_VARS; unset ones left out): a URI keeps its scheme, hosts, ports and path (the database), never its
     user, password or query (a Redis password or a Mongo `authSource` live there)."""
     families = sorted({storage_family(c) for c in classes.values()} & TARGET_VARS.keys())
-    return tuple((var, _without_credentials(environ[var])) for family in families for var in TARGET_VARS[family]
-                 if environ.get(var))
+    return tuple((var, environ[var].strip() if var in DATABASE_VARS else _without_credentials(environ[var]))
+                 for family in families for var in TARGET_VARS[family] if environ.get(var, "").strip())
+
+
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")  # RFC 3986: no ':' or '@', so never part of a password
 
 
 def _without_credentials(value: str) -> str:
-    """A URI (or a comma-separated list of hosts) with everything up to its last `@` cut, then its `?query` and
-    `#fragment`: a password may hold any of / , ? # unescaped, and must not survive in part. An `@` in a query
-    loses the host too, which only makes the key less particular."""
-    scheme, sep, rest = value.strip().partition("://")
-    if not sep:
-        scheme, rest = "", scheme
+    """A URI (or a comma-separated list of hosts or URIs) with everything up to its last `@` cut, then its
+    `?query` and `#fragment`: a password may hold any of / , ? # :// unescaped, and must not survive in part. An
+    `@` in a query loses the host too, which only makes the target less particular. What only spells the same
+    server another way is made one form (the index's ledger compares them): schemes and a URI's hosts in lower
+    case, no trailing `/`, no spaces or empty items in a list."""
+    scheme = _SCHEME.match(value.strip())
+    rest = value.strip()[scheme.end():] if scheme else value.strip()
     rest = rest.rpartition("@")[2].split("?", 1)[0].split("#", 1)[0]
-    return scheme + sep + ",".join(part.strip() for part in rest.split(","))
+    items = [_one_form(item.strip(), uri=scheme is not None) for item in rest.split(",") if item.strip()]
+    return (scheme.group(1).lower() + "://" if scheme else "") + ",".join(items)
+
+
+def _one_form(item: str, *, uri: bool) -> str:
+    """One host[:port][/path] of a target (or a whole URI, in a list of them), in one spelling. A host is
+    lowered only in a URI: without a scheme it may be a file path (a Milvus Lite database)."""
+    scheme = _SCHEME.match(item)
+    if scheme:
+        item, uri = item[scheme.end():], True
+    host, slash, path = item.partition("/")
+    return ((scheme.group(1).lower() + "://" if scheme else "") + (host.lower() if uri else host)
+            + (slash + path.rstrip("/") if path.rstrip("/") else ""))
 
 
 def _known(values: Mapping[str, Any], origin: str) -> dict[str, Any]:
