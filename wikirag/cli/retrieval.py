@@ -116,7 +116,9 @@ def mcp(
                 pass
         from wikirag.index.store_model import adopt_store_embedding
 
-        adopt_store_embedding(config)  # a store built with another embedding: one line now, not from the server
+        # A store built with another embedding, or (--watch writes) whose ledger was written to other servers:
+        # one line now, not from inside the server. Without --watch it serves what the servers hold.
+        adopt_store_embedding(config, writer=watch)
         from wikirag.cli.mcp_server import serve_stdio
 
         serve_stdio(config, watch=watch, llm_func=llm_func)

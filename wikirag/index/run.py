@@ -30,7 +30,7 @@ from wikirag.index.manifest import drop_manifest, load_unchanged, save_manifest,
 from wikirag.index.parsecache import load_parse_cache, save_parse_cache
 from wikirag.index.planning import DERIVATION_VERSION, Plan, plan_index, stable_digest
 from wikirag.index.report import IndexReport, Progress, fill_plan_counts, fill_totals
-from wikirag.index.store_model import adopt_store_embedding, require_store_embedding
+from wikirag.index.store_model import adopt_store_embedding, require_store_embedding, require_store_targets
 from wikirag.index.summaries import MODE_KEY, TODO_KEY, summary_work
 from wikirag.lightrag.embeddings import EmbeddingCounter
 from wikirag.lightrag.engine import check_vector_width, embedding_spec, open_engine, preload_embedder
@@ -48,7 +48,10 @@ from wikirag.vault.read import scan_vault
 
 
 def _store_meta(config: WikiragConfig) -> dict[str, Any]:
-    return {"embedding": embedding_spec(config).identity, "workspace": config.workspace}
+    """What the ledger head records about the store; "servers": where the pass-through storages were written
+    (credential-free), which a writer pointed elsewhere is refused (store_model.require_store_targets)."""
+    return {"embedding": embedding_spec(config).identity, "workspace": config.workspace,
+            "servers": dict(config.storage.servers)}
 
 
 def StoreLock(config: WikiragConfig):  # noqa: N802  (was a class; callers use it as one)
@@ -132,8 +135,8 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
         scanned = (scan := scan_vault(config.vault, config.exclude), stat_signature(scan))
         if _unchanged(config, _config_key(config), report, started, scanned[1]):
             return report
-    if not rebuild:  # a store keeps the local model it was built with unless a setting names another
-        adopt_store_embedding(config)
+    if not rebuild:  # a store keeps the local model it was built with unless a setting names another, and is
+        adopt_store_embedding(config, writer=True)  # refused when its ledger was written to other servers
     if rag is None and engine_kwargs.get("embedding_func") is None:
         await check_vector_width(config)  # an API model's: before the lock, a --rebuild's wipe or any record
         preload_embedder(config)  # something changed: the model loads while the run plans
@@ -173,6 +176,10 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
         if ledger is None:
             ledger = Ledger.load(open_ledger_store(config))
         require_store_embedding(config, ledger.meta.get("embedding"))
+        require_store_targets(config, ledger.meta.get("servers"))
+        if "servers" not in ledger.meta and len(ledger.notes):  # an older wikirag's: these servers from now on
+            ledger.meta["servers"] = dict(config.storage.servers)
+            ledger.save()  # the head only
         ledger.meta.update(carried)
         cache = load_parse_cache(config.workspace_dir, config.index.encoding) if vault is None else {}
         derived = load_derived(config.workspace_dir, config_key) if vault is None else None

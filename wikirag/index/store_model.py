@@ -1,27 +1,86 @@
-"""Which embedding model a store's vectors were made with: index, query and doctor all embed with it.
+"""What a store was built with and where it was written: index, query and doctor all embed with its embedding
+model, and a writer writes only where its ledger says the data is.
 
 A store keeps the local model it was built with unless a setting names another (settings.follow_store_embedding);
-its ledger head records the model's identity (storage.ledger_store.recorded_embedding).
+its ledger head records the model's identity (storage.ledger_store.recorded_embedding) and the other servers its
+storages were written to (StorageSettings.servers: NEO4J_URI, QDRANT_URL, ..., never a credential).
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 
 from wikirag.errors import StoreMismatch
 from wikirag.lightrag.embeddings import LOCAL_MODELS, MINILM_DIM
 from wikirag.lightrag.engine import embedding_spec
 from wikirag.settings import WikiragConfig, follow_store_embedding
-from wikirag.storage.ledger_store import recorded_embedding
+from wikirag.storage.ledger_store import recorded_meta
+from wikirag.storage.settings import DATABASE_VARS, TARGET_VARS, StorageSettings, storage_family, target_form
 
 
-def adopt_store_embedding(config: WikiragConfig) -> str | None:
+def adopt_store_embedding(config: WikiragConfig, *, writer: bool = False) -> str | None:
     """Read the embedding the store recorded (its ledger head only) and follow it. Returns the recorded
     identity, or None when the workspace has no index yet. A store built with another model or dimension than
     the settings name is refused in one line (StoreMismatch): a reader would embed questions that its vectors
-    cannot be compared with (LightRAG's vector store failed with an assertion)."""
-    recorded = recorded_embedding(config.storage, config.workspace_dir, config.workspace)
+    cannot be compared with (LightRAG's vector store failed with an assertion). A `writer` (index, watch) is
+    also refused a store whose servers are not the ones the settings name (require_store_targets), from the
+    same read: readers are not, they find what the servers hold."""
+    meta = recorded_meta(config.storage, config.workspace_dir, config.workspace)
+    if writer and meta is not None:
+        require_store_targets(config, meta.get("servers"))
+    recorded = None if meta is None else meta.get("embedding") or ""
     follow_store_embedding(config, recorded)
     require_store_embedding(config, recorded)
     return recorded
+
+
+def require_store_targets(config: WikiragConfig, recorded: Any) -> None:
+    """Raise StoreMismatch when the ledger was written against other servers than the settings name: its
+    notes are on those, so a run against these would find every note written and write nothing to them."""
+    problem = targets_mismatch(recorded, config.storage)
+    if problem:
+        raise StoreMismatch(f"{config.workspace_dir}: {problem}")
+
+
+def targets_mismatch(recorded: Any, settings: StorageSettings) -> str | None:
+    """The first server or database that differs between what a ledger recorded (`{variable: target}`) and
+    what `settings` name now, and how to fix it; None when they agree, or when the ledger records none (an
+    older wikirag wrote it: the next write records the current ones)."""
+    if not isinstance(recorded, Mapping):
+        return None
+    current = dict(settings.servers)
+    for family in sorted(TARGET_VARS):
+        roles = [role for role, name in settings.classes.items() if storage_family(name) == family]
+        label = family.lower()
+        for var in TARGET_VARS[family]:
+            old = target_form(var, recorded[var]) if isinstance(recorded.get(var), str) and recorded[var] else None
+            new = current.get(var)
+            if old == new:
+                continue
+            what, place = (f"{label} database", "database") if var in DATABASE_VARS else (label, "server")
+            if old and new:
+                return (f"the index's {_listed(roles)} {_was(roles)} written to {what} {old}; {var} now names {new}: "
+                        f"run `wikirag index --rebuild` to fill the new {place}, or point {var} back")
+            if old and roles:
+                return (f"the index's {_listed(roles)} {_was(roles)} written to {what} {old}; {var} is now unset "
+                        f"(LightRAG's default): run `wikirag index --rebuild` to fill that, or set {var} back")
+            if old:
+                return (f"the index was written to {what} {old} ({var}); no storage uses {label} now: run "
+                        "`wikirag index --rebuild` to fill the storages in use, or go back to the earlier [storage]")
+            goes = "goes" if len(roles) == 1 else "go"
+            return (f"the index was written without {var}; its {_listed(roles)} now {goes} to {what} {new}: "
+                    f"run `wikirag index --rebuild` to fill the {place}, or go back to the earlier settings")
+    return None
+
+
+def _listed(roles: list[str]) -> str:
+    """'graph', 'kv and doc_status', 'kv, vector and doc_status'."""
+    return roles[0] if len(roles) == 1 else f"{', '.join(roles[:-1])} and {roles[-1]}"
+
+
+def _was(roles: list[str]) -> str:
+    return "was" if len(roles) == 1 else "were"
 
 
 def require_store_embedding(config: WikiragConfig, recorded: str | None) -> None:

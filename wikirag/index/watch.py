@@ -209,8 +209,9 @@ async def watch_vault(
     stop = stop or threading.Event()
     VaultNotFound.unless_folder(config.vault)
     # The engine opened below embeds every batch: with the store's own model (refused in one line when the
-    # settings name another), its vectors' width checked before anything is written, as `index` does.
-    adopt_store_embedding(config)
+    # settings name another, or when the ledger was written to other servers), its vectors' width checked
+    # before anything is written, as `index` does.
+    adopt_store_embedding(config, writer=True)
     if engine_kwargs.get("embedding_func") is None:
         await check_vector_width(config)
     with StoreLock(config):

@@ -346,11 +346,18 @@ def ledger_store(settings: StorageSettings, workspace_dir: Path, workspace: str)
     return SqliteLedgerStore(workspace_dir)
 
 
+def recorded_meta(settings: StorageSettings, workspace_dir: Path, workspace: str) -> dict[str, Any] | None:
+    """What a workspace's ledger head records about the store (the embedding identity, the servers written to),
+    or None when the workspace has no ledger yet. Reads the ledger's head only."""
+    head = ledger_store(settings, workspace_dir, workspace).head()
+    return None if head is None else head.get("meta") or {}
+
+
 def recorded_embedding(settings: StorageSettings, workspace_dir: Path, workspace: str) -> str | None:
     """The embedding identity a workspace was built with (`provider:model:dim`; "" if its ledger does not
     say), or None when the workspace has no ledger yet. Reads the ledger's head only."""
-    head = ledger_store(settings, workspace_dir, workspace).head()
-    return None if head is None else (head.get("meta") or {}).get("embedding") or ""
+    meta = recorded_meta(settings, workspace_dir, workspace)
+    return None if meta is None else meta.get("embedding") or ""
 
 
 # LightRAG's LLM cache table: paid answers, kept by `--rebuild` unless asked (index.run._wipe_workspace).

@@ -223,8 +223,14 @@ def server_targets(classes: Mapping[str, str], environ: Mapping[str, str]) -> tu
     (TARGET_VARS; unset ones left out): a URI keeps its scheme, hosts, ports and path (the database), never its
     user, password or query (a Redis password or a Mongo `authSource` live there)."""
     families = sorted({storage_family(c) for c in classes.values()} & TARGET_VARS.keys())
-    return tuple((var, environ[var].strip() if var in DATABASE_VARS else _without_credentials(environ[var]))
+    return tuple((var, target_form(var, environ[var]))
                  for family in families for var in TARGET_VARS[family] if environ.get(var, "").strip())
+
+
+def target_form(var: str, value: str) -> str:
+    """The one spelling of a TARGET_VARS value, credentials cut (idempotent: a recorded form may be passed
+    again)."""
+    return value.strip() if var in DATABASE_VARS else _without_credentials(value)
 
 
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")  # RFC 3986: no ':' or '@', so never part of a password
