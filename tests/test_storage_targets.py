@@ -270,6 +270,16 @@ def test_a_ledger_from_before_servers_were_recorded_adopts_the_current_ones(on_g
     assert not any(secret.encode() in _store_bytes(server_b) for secret in SECRETS)
 
 
+def test_doctor_says_the_store_was_written_to_another_server(on_graph_a) -> None:
+    from wikirag.cli.doctor import _store
+
+    vault, _, _ = on_graph_a
+    check = _store(_on_neo4j(vault, "neo4j://neo:hunter2-pw@graph-b:7687"))
+    assert check.status == "fail" and "NEO4J_URI now names neo4j://graph-b:7687" in check.detail, check
+    assert "hunter2-pw" not in check.detail
+    assert _store(_on_neo4j(vault, "neo4j://graph-a:7687", "rotated")).status == "ok"
+
+
 def test_readers_are_not_refused(on_graph_a) -> None:
     """search and query read what the servers hold; only writers are stopped."""
     vault, _, _ = on_graph_a

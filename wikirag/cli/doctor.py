@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Literal
 
 from wikirag.errors import ConfigError, StoreMismatch, VaultNotFound
 from wikirag.index.ledger import Ledger
-from wikirag.index.store_model import adopt_store_embedding, embedding_mismatch
+from wikirag.index.store_model import adopt_store_embedding, embedding_mismatch, targets_mismatch
 from wikirag.lightrag.engine import embedding_spec
 from wikirag.settings import WikiragConfig
 from wikirag.storage.ledger_store import ledger_store
@@ -136,6 +136,7 @@ def _store(config: WikiragConfig) -> Check:
         problem = embedding_mismatch(ledger.meta.get("embedding"), embedding_spec(config).identity)
     except ConfigError:
         problem = None  # the embedding check says what is wrong with the setting
+    problem = problem or targets_mismatch(ledger.meta.get("servers"), config.storage)  # index and watch refuse it
     if problem:
         return Check("store", "fail", problem)
     pending = sum(1 for e in ledger.notes.values() if e.status == "pending_extraction")
