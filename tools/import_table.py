@@ -23,7 +23,7 @@ BASE = {"errors", "models", "redaction"}
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "models": set(),
-    "settings": {"storage"} | BASE,  # storage/settings.py only (checked below)
+    "settings": {"storage"} | BASE,  # storage/settings.py and workspace.py only (checked below)
     "markdown": BASE,
     "vault": {"markdown"} | BASE,
     "graph": {"markdown", "lightrag"} | BASE,  # lightrag/ids.py only: LightRAG's own ids and names
@@ -38,7 +38,7 @@ ALLOWED: dict[str, set[str]] = {
 # Where a folder may reach only one module of another.
 NARROW = {("graph", "lightrag"): {"wikirag.lightrag.ids", "wikirag.lightrag.guard"},
           ("llm", "lightrag"): {"wikirag.lightrag.bindings", "wikirag.lightrag.guard", "wikirag.lightrag.tokens"},
-          ("settings", "storage"): {"wikirag.storage.settings"}}
+          ("settings", "storage"): {"wikirag.storage.settings", "wikirag.storage.workspace"}}
 NO_IO = {"graph", "plan"}
 IO_CALLS = {"open", "read_text", "write_text", "read_bytes", "write_bytes", "unlink", "mkdir", "iterdir", "rglob",
             "glob", "rename", "rmdir", "scandir", "makedirs", "listdir"}

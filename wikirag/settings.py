@@ -25,7 +25,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from wikirag.errors import ConfigError
-from wikirag.storage.settings import StorageSettings, check_store_location, check_workspace_name, workspace_name
+from wikirag.storage.settings import StorageSettings, check_store_location
+from wikirag.storage.workspace import check_workspace_name, workspace_name
 
 if sys.version_info >= (3, 11):
     import tomllib

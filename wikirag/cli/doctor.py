@@ -20,7 +20,8 @@ from wikirag.lightrag.engine import embedding_spec
 from wikirag.settings import WikiragConfig
 from wikirag.storage.ledger_store import ledger_store
 from wikirag.storage.postgres import StorageUnreachable, check_storage
-from wikirag.storage.settings import scale_advice, workspace_name
+from wikirag.storage.settings import scale_advice
+from wikirag.storage.workspace import workspace_name
 
 if TYPE_CHECKING:
     from wikirag.vault.model import Vault

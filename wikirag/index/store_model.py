@@ -16,7 +16,8 @@ from wikirag.lightrag.embeddings import LOCAL_MODELS, MINILM_DIM
 from wikirag.lightrag.engine import embedding_spec
 from wikirag.settings import WikiragConfig, follow_store_embedding
 from wikirag.storage.ledger_store import recorded_meta
-from wikirag.storage.settings import DATABASE_VARS, TARGET_VARS, StorageSettings, storage_family, target_form
+from wikirag.storage.server_targets import DATABASE_VARS, target_form
+from wikirag.storage.settings import TARGET_VARS, StorageSettings, storage_family
 
 
 def adopt_store_embedding(config: WikiragConfig, *, writer: bool = False) -> str | None:

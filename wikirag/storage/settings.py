@@ -6,13 +6,13 @@ secrets are kept in these settings: passwords come from the environment.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from wikirag.errors import ConfigError
+from wikirag.storage.server_targets import target_form
 
 ROLES = ("kv", "vector", "graph", "doc_status")
 
@@ -83,8 +83,7 @@ TARGET_VARS: dict[str, tuple[str, ...]] = {
     "Milvus": ("MILVUS_URI", "MILVUS_DB_NAME"),
     "OpenSearch": ("OPENSEARCH_HOSTS",),
 }
-# Of these, the ones that name a database on the server rather than the server.
-DATABASE_VARS = frozenset({"MONGO_DATABASE", "NEO4J_DATABASE", "MEMGRAPH_DATABASE", "MILVUS_DB_NAME"})
+
 
 
 # Env vars with which a LightRAG server storage replaces the workspace it was given.
@@ -225,39 +224,6 @@ def server_targets(classes: Mapping[str, str], environ: Mapping[str, str]) -> tu
     families = sorted({storage_family(c) for c in classes.values()} & TARGET_VARS.keys())
     return tuple((var, target_form(var, environ[var]))
                  for family in families for var in TARGET_VARS[family] if environ.get(var, "").strip())
-
-
-def target_form(var: str, value: str) -> str:
-    """The one spelling of a TARGET_VARS value, credentials cut (idempotent: a recorded form may be passed
-    again)."""
-    return value.strip() if var in DATABASE_VARS else _without_credentials(value)
-
-
-_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")  # RFC 3986: no ':' or '@', so never part of a password
-
-
-def _without_credentials(value: str) -> str:
-    """A URI (or a comma-separated list of hosts or URIs) with everything up to its last `@` cut, then its
-    `?query` and `#fragment`: a password may hold any of / , ? # :// unescaped, and must not survive in part. An
-    `@` in a query loses the host too, which only makes the target less particular. What only spells the same
-    server another way is made one form (the index's ledger compares them): schemes and a URI's hosts in lower
-    case, no trailing `/`, no spaces or empty items in a list."""
-    scheme = _SCHEME.match(value.strip())
-    rest = value.strip()[scheme.end():] if scheme else value.strip()
-    rest = rest.rpartition("@")[2].split("?", 1)[0].split("#", 1)[0]
-    items = [_one_form(item.strip(), uri=scheme is not None) for item in rest.split(",") if item.strip()]
-    return (scheme.group(1).lower() + "://" if scheme else "") + ",".join(items)
-
-
-def _one_form(item: str, *, uri: bool) -> str:
-    """One host[:port][/path] of a target (or a whole URI, in a list of them), in one spelling. A host is
-    lowered only in a URI: without a scheme it may be a file path (a Milvus Lite database)."""
-    scheme = _SCHEME.match(item)
-    if scheme:
-        item, uri = item[scheme.end():], True
-    host, slash, path = item.partition("/")
-    return ((scheme.group(1).lower() + "://" if scheme else "") + (host.lower() if uri else host)
-            + (slash + path.rstrip("/") if path.rstrip("/") else ""))
 
 
 def _known(values: Mapping[str, Any], origin: str) -> dict[str, Any]:
@@ -415,20 +381,3 @@ def check_store_location(vault: Path, store: Path, workspace: str, origin: str, 
     elif vault_file:
         raise ConfigError(f"{origin}: store {store} is outside the vault; a vault's own wikirag.toml may only name "
                           "a folder inside it (use --store or WIKIRAG_STORE for another place)")
-
-
-def workspace_name(vault: Path) -> str:
-    """A LightRAG workspace name for a vault: its folder name, made safe as one path component."""
-    name = re.sub(r"[^\w.-]+", "_", vault.resolve().name, flags=re.UNICODE).strip("._") or "vault"
-    return name
-
-
-_WORKSPACE_NAME = re.compile(r"[\w.-]+")
-
-
-def check_workspace_name(name: str, origin: str) -> str:
-    """A workspace names one folder inside the store (and a row prefix on servers): never a path."""
-    if not _WORKSPACE_NAME.fullmatch(name) or name in {".", ".."}:
-        raise ConfigError(f"{origin}: workspace {name!r} must be one folder name (letters, digits, '_', '-', '.'), "
-                          "not a path, '.' or '..'")
-    return name
