@@ -120,6 +120,20 @@ def test_stats_shows_graph_figures_once_indexed(vault):
     assert after["graph"]["nodes"] == len(snapshot(load_config(vault))["nodes"])
 
 
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="no symlinks")
+def test_a_symlink_to_the_store_adds_nothing_to_the_vault(vault):
+    """`Store -> .wikirag`: before, index, stats and cost-estimate took the store's own files for attachments
+    (and every run found them changed)."""
+    first = json.loads(invoke("index", str(vault), "--json").stdout)
+    attachments = json.loads(invoke("stats", str(vault), "--json").stdout)["attachments"]
+    os.symlink(vault / ".wikirag", vault / "Store", target_is_directory=True)
+    result = invoke("index", str(vault))
+    assert result.exit_code == 0 and "Store: symlink leads into wikirag's store; not followed" in result.output
+    again = json.loads(invoke("index", str(vault), "--json").stdout)
+    assert again["notes_unchanged"] == first["notes_indexed"] and again["notes_indexed"] == 0
+    assert json.loads(invoke("stats", str(vault), "--json").stdout)["attachments"] == attachments
+
+
 def test_doctor_reports_each_check(vault):
     result = invoke("doctor", str(vault), "--json")
     assert result.exit_code == 0, result.output

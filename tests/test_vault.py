@@ -190,6 +190,28 @@ def test_symlinks(tmp_path: Path) -> None:
 
 
 @needs_symlinks
+def test_the_scan_never_follows_a_symlink_into_wikirag_s_store(tmp_path: Path) -> None:
+    """The store is a hidden folder of the vault, so the scan never walks it; a symlink to it (or into it) made
+    its files the vault's attachments, which `watch` never saw change."""
+    vault = tmp_path / "vault"
+    write(vault, "Note.md", "# note")
+    write(vault, ".wikirag/v/wikirag_index.sqlite", b"SQLite format 3\x00")
+    write(vault, ".shelf/Deep.md", "# deep")  # another hidden folder: a symlink to it is followed, as before
+    os.symlink(vault / ".wikirag", vault / "Store", target_is_directory=True)
+    os.symlink(vault / ".wikirag" / "v" / "wikirag_index.sqlite", vault / "index.sqlite")
+    os.symlink(vault / ".shelf", vault / "Shelf", target_is_directory=True)
+    scan = scan_vault(vault, store=vault / ".wikirag")
+    assert [n.path for n in scan.notes] == ["Note.md", "Shelf/Deep.md"]
+    assert scan.attachments == []
+    assert sorted((i.path, i.message) for i in scan.issues) == [
+        ("Store", "symlink leads into wikirag's store; not followed"),
+        ("index.sqlite", "symlink leads into wikirag's store; not followed"),
+    ]
+    assert Vault.load(vault, store=vault / ".wikirag").attachments == set()
+    assert "Store/v/wikirag_index.sqlite" in scan_vault(vault).attachments  # what happened without the store
+
+
+@needs_symlinks
 def test_the_scan_records_the_symlinks_that_lead_inside_the_vault(tmp_path: Path) -> None:
     """What `watch` maps events through: an event names the real path that changed, never the link's."""
     vault, outside = tmp_path / "vault", tmp_path / "outside"

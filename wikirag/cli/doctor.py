@@ -51,7 +51,7 @@ def _vault(config: WikiragConfig) -> tuple[Check, Vault | None]:
     if not config.vault.is_dir():
         return Check("vault", "fail", str(VaultNotFound.at(config.vault))), None
     started = time.perf_counter()
-    vault = Vault.load(config.vault, exclude=config.exclude)
+    vault = Vault.load(config.vault, exclude=config.exclude, store=config.store)
     seconds = time.perf_counter() - started
     problems = len(vault.issues) + sum(1 for n in vault.notes.values() if n.frontmatter_error)
     status: Status = "warn" if problems else "ok"

@@ -132,7 +132,7 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
         check_batch(config.llm)
     scanned = None  # asked before the store opens (an embedded server starts): a run that finds nothing changed
     if vault is None and not rebuild:  # ends on the manifest alone, lock-free: writers drop it before writing
-        scanned = (scan := scan_vault(config.vault, config.exclude), stat_signature(scan))
+        scanned = (scan := scan_vault(config.vault, config.exclude, config.store), stat_signature(scan))
         if _unchanged(config, _config_key(config), report, started, scanned[1]):
             return report
     if not rebuild:  # a store keeps the local model it was built with unless a setting names another, and is
@@ -167,7 +167,7 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
         config_key = _config_key(config)
         if vault is None:  # `wikirag index`: ask (again, now under the lock) whether anything can have changed
             if scanned is None:
-                scanned = (scan := scan_vault(config.vault, config.exclude), stat_signature(scan))
+                scanned = (scan := scan_vault(config.vault, config.exclude, config.store), stat_signature(scan))
             scan, files = scanned
             if _unchanged(config, config_key, report, started, files):
                 return report

@@ -229,13 +229,13 @@ async def watch_vault(
             collector.reading()
             read = None
             try:
-                read = Vault.load(config.vault, exclude=config.exclude)
+                read = Vault.load(config.vault, exclude=config.exclude, store=config.store)
             finally:
                 collector.follow(read.symlinks if read is not None else vault.symlinks)
             return read
 
         try:
-            vault = Vault.load(config.vault, exclude=config.exclude)
+            vault = Vault.load(config.vault, exclude=config.exclude, store=config.store)
             collector.follow(vault.symlinks)
             counter = engine_kwargs.pop("embedding_counter", None) or EmbeddingCounter()
             hinting = hinting_llm(config, engine_kwargs.pop("llm_func", None))

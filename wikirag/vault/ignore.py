@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -30,6 +31,8 @@ class IgnoreRules:
     """Decides, for a vault-relative POSIX path, whether wikirag reads it."""
 
     def __init__(self, exclude: Sequence[str] = (), obsidian_filters: Sequence[str] = ()) -> None:
+        # wikirag's store folder (its real path), which the scan never enters through a symlink either
+        self.store: str | None = None
         patterns = [unicodedata.normalize("NFC", p.strip()) for p in exclude]
         self.globs = pathspec.GitIgnoreSpec.from_lines(p for p in patterns if p) if any(patterns) else None
         self.prefixes: list[str] = []
@@ -45,8 +48,10 @@ class IgnoreRules:
                 self.prefixes.append(unicodedata.normalize("NFC", entry))
 
     @classmethod
-    def for_vault(cls, root: Path, exclude: Sequence[str] = ()) -> tuple[IgnoreRules, list[ReadIssue]]:
-        """Rules from `--exclude` plus the vault's `.obsidian/app.json`; problems come back as issues."""
+    def for_vault(cls, root: Path, exclude: Sequence[str] = (),
+                  store: Path | None = None) -> tuple[IgnoreRules, list[ReadIssue]]:
+        """Rules from `--exclude` plus the vault's `.obsidian/app.json`; problems come back as issues.
+        `store` is wikirag's store folder: hidden when it lies in the vault, but a symlink may lead into it."""
         filters: list[str] = []
         issues: list[ReadIssue] = []
         app_json = root / APP_JSON
@@ -61,6 +66,7 @@ class IgnoreRules:
             except (OSError, ValueError, AttributeError) as exc:
                 issues.append(ReadIssue(APP_JSON, f"unreadable, Excluded files not applied ({exc})"))
         rules = cls(exclude, filters)
+        rules.store = os.path.realpath(store) if store is not None else None
         if rules.problems:  # one file, one line
             issues.append(ReadIssue(APP_JSON, "; ".join(rules.problems)))
         return rules, issues

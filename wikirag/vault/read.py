@@ -83,16 +83,16 @@ class ReadResult:
     unreadable: bool = False  # the file is there but could not be opened or read (not a file skipped on purpose)
 
 
-def scan_vault(root: Path, exclude: Sequence[str] = ()) -> ScanResult:
+def scan_vault(root: Path, exclude: Sequence[str] = (), store: Path | None = None) -> ScanResult:
     """List the vault's notes (`.md`, any case) and attachments, sorted by path.
 
     Skips dot-files and dot-folders, Obsidian's Excluded files and the `exclude` globs (see
     `wikirag.ignore`). Symlinks inside the vault are followed once (cycles guarded, real folders win);
-    symlinks that lead outside it are not followed and are reported.
+    symlinks that lead outside it (or into wikirag's `store`) are not followed and are reported.
     """
     root = Path(root)
     VaultNotFound.unless_folder(root)
-    rules, issues = IgnoreRules.for_vault(root, exclude)
+    rules, issues = IgnoreRules.for_vault(root, exclude, store)
     result = scan_files(root, rules)
     result.issues[:0] = issues
     return result
@@ -154,6 +154,10 @@ def scan_files(root: Path, rules: IgnoreRules) -> ScanResult:
                     real = os.path.realpath(entry.path)
                     if not inside_folder(real, real_root):
                         out.issues.append(ReadIssue(rel, "symlink leads outside the vault; not followed", True))
+                        continue
+                    if rules.store is not None and inside_folder(real, rules.store):
+                        # its files would be indexed as the vault's, and `watch` never sees them change
+                        out.issues.append(ReadIssue(rel, "symlink leads into wikirag's store; not followed", True))
                         continue
                     links.paths.add(entry.path[skip:].replace(os.sep, "/"))
                 is_dir = entry.is_dir()
