@@ -85,7 +85,6 @@ TARGET_VARS: dict[str, tuple[str, ...]] = {
 }
 
 
-
 # Env vars with which a LightRAG server storage replaces the workspace it was given.
 WORKSPACE_OVERRIDES = ("POSTGRES_WORKSPACE", "NEO4J_WORKSPACE", "MEMGRAPH_WORKSPACE", "QDRANT_WORKSPACE",
                        "MILVUS_WORKSPACE", "MONGODB_WORKSPACE", "REDIS_WORKSPACE", "OPENSEARCH_WORKSPACE")

@@ -30,9 +30,10 @@ APP_JSON = ".obsidian/app.json"
 class IgnoreRules:
     """Decides, for a vault-relative POSIX path, whether wikirag reads it."""
 
-    def __init__(self, exclude: Sequence[str] = (), obsidian_filters: Sequence[str] = ()) -> None:
+    def __init__(self, exclude: Sequence[str] = (), obsidian_filters: Sequence[str] = (),
+                 store: Path | None = None) -> None:
         # wikirag's store folder (its real path), which the scan never enters through a symlink either
-        self.store: str | None = None
+        self.store = os.path.realpath(store) if store is not None else None
         patterns = [unicodedata.normalize("NFC", p.strip()) for p in exclude]
         self.globs = pathspec.GitIgnoreSpec.from_lines(p for p in patterns if p) if any(patterns) else None
         self.prefixes: list[str] = []
@@ -65,8 +66,7 @@ class IgnoreRules:
                                                       f"{type(raw).__name__}, not a list; not applied"))
             except (OSError, ValueError, AttributeError) as exc:
                 issues.append(ReadIssue(APP_JSON, f"unreadable, Excluded files not applied ({exc})"))
-        rules = cls(exclude, filters)
-        rules.store = os.path.realpath(store) if store is not None else None
+        rules = cls(exclude, filters, store)
         if rules.problems:  # one file, one line
             issues.append(ReadIssue(APP_JSON, "; ".join(rules.problems)))
         return rules, issues
