@@ -9,6 +9,9 @@ import pytest
 
 from tests.fakes import FakeLLM
 from tests.storekit import HashEmbedding, copy_vault, snapshot
+from wikirag.graph.hygiene import EntityNames
+from wikirag.graph.records import ChunkRecord
+from wikirag.index.extract import Member, attribute
 from wikirag.index.ledger import Ledger
 from wikirag.index.planning import plan_index
 from wikirag.index.run import run_index
@@ -332,3 +335,32 @@ def test_an_unreachable_llm_stops_extraction_once_and_the_notes_wait_for_the_nex
     again = run_index(config, llm_func=FakeLLM(), embedding_func=HashEmbedding().func())
     assert again.notes_extracted == extract_routed and again.notes_pending_extraction == 0
     assert not [i for i in again.issues if "LLM" in i or "extraction" in i]
+
+
+def _chunk(chunk_id: str, content: str, order: int) -> ChunkRecord:
+    return ChunkRecord(chunk_id, content, 10, order, None, order * 10, order * 10 + 9)
+
+
+def test_a_record_cites_the_chunk_it_was_extracted_from():
+    """A note read chunk by chunk: each record cites the chunk whose call produced it, even when an earlier
+    chunk also mentions the name (the first such chunk was cited before)."""
+    chunks = [_chunk("chunk-a", "Ada Lovelace met Babbage in London.", 0),
+              _chunk("chunk-b", "Later, Ada Lovelace wrote the first program for the Engine.", 1)]
+    nodes = [{"name": "Ada Lovelace", "type": "person", "description": "wrote a program", "unit": "chunk-b"}]
+    edges = [{"src": "Ada Lovelace", "tgt": "Engine", "keywords": "program", "description": "programmed",
+              "unit": "chunk-b"}]
+    member = Member("ada.md", chunks[0].content + "\n" + chunks[1].content, "", chunks)
+    raw = attribute(nodes, edges, member, {"chunk-a", "chunk-b"}, EntityNames(), shared=False)
+    assert [e[3] for e in raw["entities"]] == ["chunk-b"]
+    assert [r[4] for r in raw["relations"]] == ["chunk-b"]
+
+
+def test_a_packed_relation_cites_the_chunk_that_names_both_ends():
+    """A pack's unit is no stored chunk: a relation cites the member's chunk holding both of its ends."""
+    chunks = [_chunk("chunk-a", "Babbage designed the Engine.", 0),
+              _chunk("chunk-b", "Ada Lovelace corresponded with Babbage about the Engine.", 1)]
+    edges = [{"src": "Ada Lovelace", "tgt": "Babbage", "keywords": "letters", "description": "wrote to",
+              "unit": "unit-pack"}]
+    member = Member("ada.md", chunks[0].content + "\n" + chunks[1].content, "", chunks)
+    raw = attribute([], edges, member, {"unit-pack"}, EntityNames(), shared=False)
+    assert [r[4] for r in raw["relations"]] == ["chunk-b"]

@@ -55,13 +55,17 @@ def raw_records(results: list[tuple[dict, dict]]) -> tuple[list[dict], list[dict
     return nodes, edges
 
 
-def _cite(chunks: list[ChunkRecord], names: list[str]) -> str:
-    """The member's stored chunk that holds the name (else its first chunk)."""
-    wanted = [loose(n) for n in names if loose(n).strip()]
-    for c in chunks:
-        text = loose(c.content)
-        if any(w in text for w in wanted):
-            return c.id
+def _cite(chunks: list[ChunkRecord], names: list[str], unit: str) -> str:
+    """The member's stored chunk a record came from: the unit itself when the unit is one of its chunks (the
+    LLM read exactly that text), else the first chunk that holds every name, else one name, else the first."""
+    if any(c.id == unit for c in chunks):
+        return unit
+    wanted = [w for w in (loose(n) for n in names) if w.strip()]
+    texts = [(c.id, loose(c.content)) for c in chunks]
+    for test in (all, any):
+        for chunk_id, text in texts:
+            if wanted and test(w in text for w in wanted):
+                return chunk_id
     return chunks[0].id if chunks else ""
 
 
@@ -83,13 +87,14 @@ def attribute(nodes: list[dict], edges: list[dict], member: Member, unit_keys: s
     ok: dict[str, bool] = {}
     for r in nodes:
         if r["unit"] in unit_keys and ok.setdefault(r["name"], grounded(r["name"])):
-            kept_nodes.append([r["name"], r["type"], r["description"], _cite(member.chunks, [r["name"]])])
+            cited = _cite(member.chunks, [r["name"]], r["unit"])
+            kept_nodes.append([r["name"], r["type"], r["description"], cited])
     for r in edges:
         if r["unit"] not in unit_keys:
             continue
         if ok.setdefault(r["src"], grounded(r["src"])) and ok.setdefault(r["tgt"], grounded(r["tgt"])):
             kept_edges.append([r["src"], r["tgt"], r["keywords"], r["description"],
-                               _cite(member.chunks, [r["src"], r["tgt"]])])
+                               _cite(member.chunks, [r["src"], r["tgt"]], r["unit"])])
     return {"entities": kept_nodes, "relations": kept_edges}
 
 
