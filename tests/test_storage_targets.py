@@ -6,7 +6,8 @@ changing only a password, token or API key must, and no secret may reach the key
 (a local file while these servers hold the data) records the servers it was written to: a writer pointed at
 others is refused in one line before it writes, as its notes are not there. No server is needed: the key and
 the refusal come from the settings and the ledger, and where a run goes on to write, LightRAG's storages are
-opened on files instead (`_files_for_servers`) while wikirag records the servers the settings name.
+opened on files instead (`_files_for_servers`) while wikirag records the servers the settings name, and a rebuild's
+drop on the server is recorded (tests/test_rebuild_servers.py tests the drop itself).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typer.testing import CliRunner
 from tests.storekit import HashEmbedding, age_vault_files, copy_vault
 from wikirag.cli import app
 from wikirag.errors import StoreMismatch
+from wikirag.index import rebuild as index_rebuild
 from wikirag.index import run as index_run
 from wikirag.index import watch as index_watch
 from wikirag.index.ledger import Ledger
@@ -180,8 +182,13 @@ def on_graph_a(tmp_path: Path, monkeypatch):
         async with real_open(on_file, **kwargs) as rag:
             yield rag
 
+    async def drop_on_the_server(config, *, keep_llm_cache):  # `--rebuild` empties the workspace there first
+        opened.append("drop " + dict(config.storage.servers).get("NEO4J_URI", ""))
+        return []
+
     monkeypatch.setattr(index_run, "open_store_engine", files_for_servers)
     monkeypatch.setattr(index_watch, "open_store_engine", files_for_servers)
+    monkeypatch.setattr(index_rebuild, "drop_server_storages", drop_on_the_server)
     return vault, report, opened
 
 
@@ -246,7 +253,7 @@ def test_rebuild_fills_the_new_server_and_records_it(on_graph_a) -> None:
     vault, first, opened = on_graph_a
     server_b = _on_neo4j(vault, "neo4j://graph-b:7687")
     rebuilt = run_index(server_b, rebuild=True, embedding_func=HashEmbedding().func())
-    assert rebuilt.notes_new == first.notes_new and opened == ["neo4j://graph-b:7687"]
+    assert rebuilt.notes_new == first.notes_new and opened == ["drop neo4j://graph-b:7687", "neo4j://graph-b:7687"]
     assert _recorded_servers(server_b) == {"NEO4J_URI": "neo4j://graph-b:7687"}
     _edit_a_note(vault)
     assert run_index(server_b, embedding_func=HashEmbedding().func()).notes_changed == 1  # graph-b is its server

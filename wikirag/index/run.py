@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +29,7 @@ from wikirag.index.live import LiveRun
 from wikirag.index.manifest import drop_manifest, load_unchanged, save_manifest, stat_signature
 from wikirag.index.parsecache import load_parse_cache, save_parse_cache
 from wikirag.index.planning import DERIVATION_VERSION, Plan, plan_index, stable_digest
+from wikirag.index.rebuild import rebuild_pending, refuse_while_pending, wipe_workspace
 from wikirag.index.report import IndexReport, Progress, fill_plan_counts, fill_totals
 from wikirag.index.store_model import adopt_store_embedding, require_store_embedding, require_store_targets
 from wikirag.index.summaries import MODE_KEY, TODO_KEY, summary_work
@@ -38,8 +39,7 @@ from wikirag.lightrag.hinting import HintingLLM
 from wikirag.lightrag.tokens import count_tokens
 from wikirag.lightrag.writer import StoreWriter
 from wikirag.settings import WikiragConfig
-from wikirag.storage.fs import LLM_CACHE_FILES, wipe_store_files
-from wikirag.storage.ledger_store import LLM_CACHE_TABLES, drop_workspace, ledger_store
+from wikirag.storage.ledger_store import ledger_store
 from wikirag.storage.locks import writer_lock
 from wikirag.storage.postgres import keep_vectors_inline, tend_changed_tables
 from wikirag.vault.memory import cyclic_gc_paused, freeze_long_lived, thaw_long_lived
@@ -120,6 +120,10 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
     progress = progress or (lambda stage, done, total: None)
 
     _check_settings(config, llm_func or hinting)  # a dry run says a bad setting too
+    if rag is not None:  # an open engine's loaded storages would outlive a wipe
+        refuse_while_pending(config)
+    elif not rebuild and rebuild_pending(config) is not None:  # one cut short (index.rebuild): this run finishes it
+        rebuild = True
     if dry_run:
         ledger = Ledger.load(open_ledger_store(config)) if not rebuild else Ledger()
         fill_plan_counts(report, plan_index(config, ledger, vault), ledger)
@@ -141,7 +145,7 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
         await check_vector_width(config)  # an API model's: before the lock, a --rebuild's wipe or any record
         preload_embedder(config)  # something changed: the model loads while the run plans
     try:
-        wipe = (lambda: _wipe_workspace(config, keep_llm_cache=not drop_llm_cache)) if rebuild else None
+        wipe = (lambda: wipe_workspace(config, keep_llm_cache=not drop_llm_cache)) if rebuild else None
         return await _index(config, report, started, progress, wipe, vault, rag, hinting, llm_func,
                             budget_usd, locked, state, should_stop, engine_kwargs, batch, watching, scanned)
     except BaseException:
@@ -153,7 +157,7 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
 
 
 async def _index(config: WikiragConfig, report: IndexReport, started: float, progress: Progress,
-                 wipe: Callable[[], dict[str, Any]] | None,
+                 wipe: Callable[[], Awaitable[dict[str, Any]]] | None,
                  vault: Vault | None, rag: Any, hinting: HintingLLM | None, llm_func: Callable[..., Any] | None,
                  budget_usd: float | None, locked: bool, state: RunState | None,
                  should_stop: Callable[[], bool] | None, engine_kwargs: dict[str, Any], batch: bool,
@@ -161,7 +165,7 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
     async with contextlib.AsyncExitStack() as stack:
         if not locked:
             stack.enter_context(StoreLock(config))
-        carried = wipe() if wipe is not None else {}  # --rebuild, under the lock
+        carried = await wipe() if wipe is not None else {}  # --rebuild, under the lock
         progress("scan", 0, 1)
         scan = files = None
         config_key = _config_key(config)
@@ -354,27 +358,6 @@ def _check_settings(config: WikiragConfig, llm_func: Callable[..., Any] | None) 
         from wikirag.llm.spec import parse_llm_spec
 
         parse_llm_spec(config.llm.model)
-
-
-def _wipe_workspace(config: WikiragConfig, *, keep_llm_cache: bool) -> dict[str, Any]:
-    """`--rebuild`: drop this workspace's rows (servers) and wikirag's and LightRAG's files, by name only.
-    `keep_llm_cache`: LightRAG's LLM cache (and the journal of answers not yet in it) stays, so re-deriving
-    the same chunks with the same model and hints asks the provider nothing (its keys name both); so does a
-    batch a stopped run submitted (index/batching.py), whose answers land in that cache: returned as the
-    ledger meta for the new ledger."""
-    carried: dict[str, Any] = {}
-    if keep_llm_cache:
-        try:  # the head only (meta, pending): cheap at any vault size
-            batch = ((open_ledger_store(config).head() or {}).get("meta") or {}).get("batch")
-        except Exception:  # noqa: BLE001  (a store too damaged to read, the reason for many a rebuild)
-            batch = None
-        if batch:
-            carried["batch"] = batch
-    drop_manifest(config.workspace_dir)  # first: a wipe cut short must not leave "nothing changed" behind
-    if config.storage.uses_postgres:  # every LightRAG and ledger row of this workspace
-        drop_workspace(config.storage, config.workspace, keep=LLM_CACHE_TABLES if keep_llm_cache else ())
-    wipe_store_files(config.workspace_dir, keep=LLM_CACHE_FILES if keep_llm_cache else ())
-    return carried
 
 
 def store_exists(config: WikiragConfig) -> bool:

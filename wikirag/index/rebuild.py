@@ -1,0 +1,90 @@
+"""`wikirag index --rebuild`: empty this workspace wherever its index lives, in an order that a rebuild cut short
+(Ctrl-C, a crash, a server that stops answering) cannot turn into a store claiming records it lost.
+
+1. the "nothing changed" manifest, so that no run ends on it;
+2. a marker in the workspace folder (`wikirag_rebuild.json`): a rebuild is under way, and what it keeps;
+3. the workspace's PostgreSQL rows, ledger included, in one transaction (storage.ledger_store.drop_workspace);
+4. wikirag's and LightRAG's files, wikirag's index database (the ledger on files) first (storage.fs);
+5. the workspace on the servers LightRAG's storages are passed through to (lightrag.server_drop);
+6. the marker.
+
+The ledger goes before the servers are emptied: a ledger that outlived them would say every note is written.
+A run that finds the marker was cut short somewhere in 3-5: `index` does the whole wipe again before it reads
+anything (each step is harmless to repeat) and then indexes every note, so the servers never keep what the
+earlier index wrote beside the rebuilt one. `watch` refuses to start until `index` has done so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import Any
+
+from wikirag.errors import StoreMismatch
+from wikirag.index.manifest import drop_manifest
+from wikirag.lightrag.server_drop import drop_server_storages
+from wikirag.settings import WikiragConfig
+from wikirag.storage.fs import LLM_CACHE_FILES, atomic_write_text, wipe_store_files
+from wikirag.storage.ledger_store import LLM_CACHE_TABLES, drop_workspace, ledger_store
+
+REBUILD_MARKER = "wikirag_rebuild.json"
+
+
+def rebuild_pending(config: WikiragConfig) -> dict[str, Any] | None:
+    """What a rebuild cut short recorded (`keep_llm_cache`, `carried`), or None when none is under way. A marker
+    that cannot be read still says a rebuild is under way: keep the LLM cache, carry nothing."""
+    path = config.workspace_dir / REBUILD_MARKER
+    if not path.is_file():
+        return None
+    try:
+        recorded = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        recorded = None
+    if not isinstance(recorded, dict):
+        recorded = {}
+    carried = recorded.get("carried")
+    return {"keep_llm_cache": recorded.get("keep_llm_cache") is not False,
+            "carried": carried if isinstance(carried, dict) else {}}
+
+
+def refuse_while_pending(config: WikiragConfig) -> None:
+    """For a writer with LightRAG's storages already open (`watch`): their loaded data would outlive the wipe."""
+    if rebuild_pending(config) is not None:
+        raise StoreMismatch(f"{config.workspace_dir}: a `wikirag index --rebuild` was cut short; run `wikirag "
+                            "index` to finish it first")
+
+
+async def wipe_workspace(config: WikiragConfig, *, keep_llm_cache: bool) -> dict[str, Any]:
+    """Delete this workspace's index everywhere (the module docstring's steps), by name and by workspace only.
+    `keep_llm_cache`: LightRAG's LLM cache (and the journal of answers not yet in it) stays, so re-deriving the
+    same chunks with the same model and hints asks the provider nothing (its keys name both); so does a batch a
+    stopped run submitted (index/batching.py), whose answers land in that cache: returned as the ledger meta for
+    the new ledger. A rebuild cut short is finished with what it recorded: the LLM cache dropped if either run
+    asked for it, the batch it carried."""
+    pending = rebuild_pending(config)
+    if pending is not None:
+        keep_llm_cache = keep_llm_cache and pending["keep_llm_cache"]
+        carried = pending["carried"]
+    else:
+        carried = _carried(config) if keep_llm_cache else {}
+    if not keep_llm_cache:
+        carried = {}
+    drop_manifest(config.workspace_dir)  # first: a wipe cut short must not leave "nothing changed" behind
+    config.workspace_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(config.workspace_dir / REBUILD_MARKER,
+                      json.dumps({"keep_llm_cache": keep_llm_cache, "carried": carried}))
+    if config.storage.uses_postgres:  # every LightRAG and ledger row of this workspace
+        drop_workspace(config.storage, config.workspace, keep=LLM_CACHE_TABLES if keep_llm_cache else ())
+    wipe_store_files(config.workspace_dir, keep=(*(LLM_CACHE_FILES if keep_llm_cache else ()), REBUILD_MARKER))
+    await drop_server_storages(config, keep_llm_cache=keep_llm_cache)
+    (config.workspace_dir / REBUILD_MARKER).unlink()
+    return carried
+
+
+def _carried(config: WikiragConfig) -> dict[str, Any]:
+    """A batch a stopped run submitted, from the ledger head only (cheap at any vault size)."""
+    batch = None
+    with contextlib.suppress(Exception):  # a store too damaged to read, the reason for many a rebuild
+        batch = ((ledger_store(config.storage, config.workspace_dir, config.workspace).head() or {})
+                 .get("meta") or {}).get("batch")
+    return {"batch": batch} if batch else {}
