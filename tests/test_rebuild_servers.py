@@ -174,16 +174,19 @@ class Recording:
 
     calls: list[tuple[str, str, str, str]] = []
     failing: dict[str, Any] = {}
+    models: dict[str, str] = {}  # namespace -> the embedding model a dropped storage was built with
 
     def __init__(self, namespace: str, global_config: dict, embedding_func: Any, workspace: str | None = None,
                  **kwargs: Any) -> None:
         self.namespace, self.workspace = namespace, workspace or ""
+        self.model = getattr(embedding_func, "model_name", None)
 
     async def initialize(self) -> None:
         self.calls.append(("initialize", type(self).__name__, self.namespace, self.workspace))
 
     async def drop(self) -> dict[str, str]:
         self.calls.append(("drop", type(self).__name__, self.namespace, self.workspace))
+        self.models[self.namespace] = self.model
         failure = self.failing.get(self.namespace)
         if isinstance(failure, Exception):
             raise failure
@@ -198,6 +201,7 @@ def recording(monkeypatch):
     """Every pass-through backend's LightRAG module replaced by recording doubles, its variables set."""
     monkeypatch.setattr(Recording, "calls", [])
     monkeypatch.setattr(Recording, "failing", {})
+    monkeypatch.setattr(Recording, "models", {})
     monkeypatch.setattr(storages, "missing_packages", lambda settings: [])  # their drivers are not installed
     for short, (module, roles) in SERVERS.items():
         fake = types.ModuleType(f"lightrag.kg.{module}")
@@ -260,9 +264,9 @@ def test_storages_on_files_or_postgresql_are_not_dropped_through_lightrag(tmp_pa
     assert recording.calls == []
 
 
-@pytest.fixture
-def on_neo4j(tmp_path: Path, recording, monkeypatch, fast_embedding):
-    """A vault indexed with its graph on Neo4j (the double); where a run writes, LightRAG's storages are files."""
+def _written_on(tmp_path: Path, monkeypatch, short: str):
+    """A vault indexed with `short` (the double) holding its roles; where a run writes, LightRAG's storages are
+    files."""
     vault = copy_vault(SAMPLE, tmp_path / "notes")
     on_file = load_config(vault, environ={})
     real_open = index_run.open_store_engine
@@ -275,10 +279,26 @@ def on_neo4j(tmp_path: Path, recording, monkeypatch, fast_embedding):
     monkeypatch.setattr(index_run, "open_store_engine", files_for_servers)
     monkeypatch.setattr(index_watch, "open_store_engine", files_for_servers)
     monkeypatch.setattr(index_run, "preload_embedder", lambda config: None)
-    config = _on(vault, "neo4j")
+    config = _on(vault, short)
     first = run_index(config, embedding_func=_embed())
-    assert recording.calls == []  # an incremental run drops nothing
+    assert Recording.calls == []  # an incremental run drops nothing
     return vault, config, first
+
+
+@pytest.fixture
+def on_neo4j(tmp_path: Path, recording, monkeypatch, fast_embedding):
+    return _written_on(tmp_path, monkeypatch, "neo4j")
+
+
+@pytest.mark.parametrize("short", ["qdrant", "milvus"])
+def test_a_rebuild_drops_the_vectors_of_the_model_it_writes_with(tmp_path, recording, monkeypatch, short) -> None:
+    """Qdrant and Milvus name a vector collection for its embedding model. A rebuild given its own embedding (a
+    library caller, bench's hashing one) dropped the configured model's collections and left the vectors it had
+    written (found with Milvus Lite: the deleted note's chunk vector stayed)."""
+    _, config, _ = _written_on(tmp_path, monkeypatch, short)
+    embed = _embed()
+    run_index(config, rebuild=True, embedding_func=embed)
+    assert recording.models == dict.fromkeys(("entities", "relationships", "chunks"), embed.model_name)
 
 
 def _graph_drops(recording) -> list[tuple[str, str]]:

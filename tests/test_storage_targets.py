@@ -182,7 +182,7 @@ def on_graph_a(tmp_path: Path, monkeypatch):
         async with real_open(on_file, **kwargs) as rag:
             yield rag
 
-    async def drop_on_the_server(config, *, keep_llm_cache):  # `--rebuild` empties the workspace there first
+    async def drop_on_the_server(config, **kwargs):  # `--rebuild` empties the workspace there first
         opened.append("drop " + dict(config.storage.servers).get("NEO4J_URI", ""))
         return []
 

@@ -54,13 +54,14 @@ def refuse_while_pending(config: WikiragConfig) -> None:
                             "index` to finish it first")
 
 
-async def wipe_workspace(config: WikiragConfig, *, keep_llm_cache: bool) -> dict[str, Any]:
+async def wipe_workspace(config: WikiragConfig, *, keep_llm_cache: bool, embedding_func: Any = None) -> dict[str, Any]:
     """Delete this workspace's index everywhere (the module docstring's steps), by name and by workspace only.
     `keep_llm_cache`: LightRAG's LLM cache (and the journal of answers not yet in it) stays, so re-deriving the
     same chunks with the same model and hints asks the provider nothing (its keys name both); so does a batch a
     stopped run submitted (index/batching.py), whose answers land in that cache: returned as the ledger meta for
     the new ledger. A rebuild cut short is finished with what it recorded: the LLM cache dropped if either run
-    asked for it, the batch it carried."""
+    asked for it, the batch it carried. `embedding_func`: the one the run will write with, when a caller gives one
+    (a server's vector collection is named for the model)."""
     pending = rebuild_pending(config)
     if pending is not None:
         keep_llm_cache = keep_llm_cache and pending["keep_llm_cache"]
@@ -76,7 +77,7 @@ async def wipe_workspace(config: WikiragConfig, *, keep_llm_cache: bool) -> dict
     if config.storage.uses_postgres:  # every LightRAG and ledger row of this workspace
         drop_workspace(config.storage, config.workspace, keep=LLM_CACHE_TABLES if keep_llm_cache else ())
     wipe_store_files(config.workspace_dir, keep=(*(LLM_CACHE_FILES if keep_llm_cache else ()), REBUILD_MARKER))
-    await drop_server_storages(config, keep_llm_cache=keep_llm_cache)
+    await drop_server_storages(config, keep_llm_cache=keep_llm_cache, embedding_func=embedding_func)
     (config.workspace_dir / REBUILD_MARKER).unlink()
     return carried
 

@@ -145,7 +145,9 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
         await check_vector_width(config)  # an API model's: before the lock, a --rebuild's wipe or any record
         preload_embedder(config)  # something changed: the model loads while the run plans
     try:
-        wipe = (lambda: wipe_workspace(config, keep_llm_cache=not drop_llm_cache)) if rebuild else None
+        # a caller's own embedding too: a server's vector collection is named for its model
+        wipe = (lambda: wipe_workspace(config, keep_llm_cache=not drop_llm_cache,
+                                       embedding_func=engine_kwargs.get("embedding_func"))) if rebuild else None
         return await _index(config, report, started, progress, wipe, vault, rag, hinting, llm_func,
                             budget_usd, locked, state, should_stop, engine_kwargs, batch, watching, scanned)
     except BaseException:

@@ -16,6 +16,7 @@ import logging
 import os
 import re
 from collections.abc import Iterator
+from typing import Any
 
 from wikirag.errors import WikiragError
 from wikirag.lightrag.engine import open_engine
@@ -46,16 +47,17 @@ def server_storages(settings: StorageSettings, *, keep_llm_cache: bool) -> list[
             for name in names if not (keep_llm_cache and name == LLM_CACHE_STORAGE)]
 
 
-async def drop_server_storages(config: WikiragConfig, *, keep_llm_cache: bool) -> list[str]:
+async def drop_server_storages(config: WikiragConfig, *, keep_llm_cache: bool, embedding_func: Any = None) -> list[str]:
     """Empty this workspace in every storage the settings put on a pass-through server (`server_storages`), with
     LightRAG's own `drop()`; returns the storages emptied. A storage that cannot be reached or refuses raises
     StorageUnreachable in one line naming the server (no credential, no traceback); the ones before it are
-    already empty, and running the drop again is harmless."""
+    already empty, and running the drop again is harmless. `embedding_func` replaces the configured model, as it
+    does for `open_engine`: the run's own, since Qdrant's and Milvus's collections are named for the model."""
     wanted = server_storages(config.storage, keep_llm_cache=keep_llm_cache)
     if not wanted:
         return []
     dropped = []
-    async with open_engine(config, reading=()) as rag:  # builds the storages, initialises none
+    async with open_engine(config, reading=(), embedding_func=embedding_func) as rag:  # builds them, opens none
         for role, name in wanted:
             storage = getattr(rag, name)
             with _failures_reported_by_us():
