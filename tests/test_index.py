@@ -515,3 +515,17 @@ def test_a_folder_or_note_that_cannot_be_read_keeps_what_the_index_holds_of_it(v
     _, report = index(vault, store)  # readable again: the notes are there, unchanged
     assert (report.notes_deleted, report.notes_new) == (0, 0)
     assert snapshot(config) == snapshot(index(vault, tmp_path / "fresh")[0])
+
+
+def test_a_qualified_name_that_is_another_note_s_title_does_not_merge_the_two(tmp_path):
+    # a/Note.md and b/Note.md are qualified by folder: "Note (a)", "Note (b)", the very names of two other notes
+    vault = tmp_path / "vault"
+    for rel, text in {"Note (a).md": "root note [[Note]]\n", "a/Note.md": "in a [[Note (a)]]\n",
+                      "b/Note.md": "in b\n", "c.md": "---\ntitle: Note (b)\n---\ntitled like b's\n"}.items():
+        (vault / rel).parent.mkdir(parents=True, exist_ok=True)
+        (vault / rel).write_text(text)
+    names = note_entity_names(Vault.load(vault).notes)
+    assert len(set(names.values())) == 4, names
+    assert names["Note (a).md"] == "Note (a)" and names["c.md"] == "Note (b)"  # a title of its own stays
+    config, _ = index(vault, tmp_path / "store")
+    assert set(names.values()) <= set(snapshot(config)["nodes"])  # four note entities, not two

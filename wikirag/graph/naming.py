@@ -5,6 +5,7 @@ links and attachments, all normalised the way LightRAG normalises extracted name
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import chain, count
 from typing import Any
 
 from wikirag.lightrag.ids import normalize_name
@@ -36,6 +37,26 @@ def note_entity_names(notes: dict[str, ParsedNote]) -> dict[str, str]:
         if len(set(qualified)) < len(qualified):  # same title, same folder, different case
             for path in paths:
                 names[path] = f"{base[path]} ({path.removesuffix('.md')})"
+    return _apart(names, base)
+
+
+def _apart(names: dict[str, str], base: dict[str, str]) -> dict[str, str]:
+    """A qualified name may be another note's own title: `a/Note.md` and `b/Note.md` become "Note (a)" and
+    "Note (b)", and `Note (a).md` is "Note (a)" already. One entity for two notes would merge them, so a
+    qualified name that meets another note's name takes the note's path (with `.md`, then a number); a
+    note's unqualified name never changes."""
+    owners: dict[str, list[str]] = {}
+    for path, name in names.items():
+        owners.setdefault(name.casefold(), []).append(path)
+    taken = set(owners)
+    for paths in owners.values():
+        if len(paths) < 2:
+            continue
+        for path in sorted(p for p in paths if names[p] != base[p]):  # the qualified ones move
+            forms = chain((f"{base[path]} ({path.removesuffix('.md')})", f"{base[path]} ({path})"),
+                          (f"{base[path]} ({path}) {n}" for n in count(2)))
+            names[path] = next(f for f in forms if f.casefold() not in taken)
+            taken.add(names[path].casefold())
     return names
 
 
