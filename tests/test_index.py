@@ -529,3 +529,20 @@ def test_a_qualified_name_that_is_another_note_s_title_does_not_merge_the_two(tm
     assert names["Note (a).md"] == "Note (a)" and names["c.md"] == "Note (b)"  # a title of its own stays
     config, _ = index(vault, tmp_path / "store")
     assert set(names.values()) <= set(snapshot(config)["nodes"])  # four note entities, not two
+
+
+def test_entity_names_are_bounded_and_stay_apart(tmp_path):
+    """A title pasted as a paragraph, or a link to one, is no name a store can key: LightRAG's PostgreSQL tables
+    hold names in VARCHAR(512) and relations under "source<SEP>target" (tests/test_embedded.py runs it there)."""
+    from wikirag.graph.naming import NAME_MAX_BYTES, NAME_MAX_CHARS
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "a.md").write_text(f"---\ntitle: {'T' * 600}\n---\n[[{'y' * 3000}]] [[{'日' * 300}]]\n")
+    (vault / "b.md").write_text(f"---\ntitle: {'T' * 700}\n---\nsame first 249 characters\n")
+    names = note_entity_names(Vault.load(vault).notes)
+    assert names["a.md"] != names["b.md"]
+    config, _ = index(vault, tmp_path / "store")
+    nodes = snapshot(config)["nodes"]
+    assert len(nodes) == 4
+    assert all(len(n) <= NAME_MAX_CHARS and len(n.encode()) <= NAME_MAX_BYTES for n in nodes), sorted(map(len, nodes))

@@ -1,5 +1,5 @@
 """Entity names for notes: a note's title (frontmatter `title`, else its file name), names for unresolved
-links and attachments, all normalised the way LightRAG normalises extracted names.
+links and attachments, all normalised the way LightRAG normalises extracted names, and bounded in length.
 """
 
 from __future__ import annotations
@@ -11,6 +11,26 @@ from typing import Any
 from wikirag.lightrag.ids import normalize_name
 from wikirag.models import ParsedNote, WikiLink
 
+# LightRAG's PostgreSQL tables hold an entity name in VARCHAR(512) columns, and a relation's chunk list under
+# the key "source<SEP>target" in one more: a name over 253 characters (a title pasted as a paragraph, a link
+# to one) made every write of the run fail there. LightRAG cuts extracted names at 512 UTF-8 bytes.
+NAME_MAX_CHARS = 250
+NAME_MAX_BYTES = 512
+_TAIL_MAX_CHARS = 60  # of a qualifier such as " (folder)"
+
+
+def fit(name: str, tail: str = "") -> str:
+    """`name` + `tail` within NAME_MAX_CHARS and NAME_MAX_BYTES: cut at the end of `name`, marked with "…" (a
+    tail over _TAIL_MAX_CHARS loses its start instead: " (…er/Note)"), so the tail that tells names apart stays."""
+    whole = name + tail
+    if len(whole) <= NAME_MAX_CHARS and (whole.isascii() or len(whole.encode()) <= NAME_MAX_BYTES):
+        return whole
+    if len(tail) > _TAIL_MAX_CHARS:
+        tail = tail[:2] + "…" + tail[-(_TAIL_MAX_CHARS - 3):]
+    head = name[:NAME_MAX_CHARS - len(tail) - 1]
+    head = head.encode()[:NAME_MAX_BYTES - len(tail.encode()) - 3].decode(errors="ignore")  # "…" is 3 bytes
+    return head.rstrip() + "…" + tail
+
 
 def note_entity_names(notes: dict[str, ParsedNote]) -> dict[str, str]:
     """One canonical entity name per note: its title, qualified by folder when titles collide.
@@ -21,7 +41,7 @@ def note_entity_names(notes: dict[str, ParsedNote]) -> dict[str, str]:
     base: dict[str, str] = {}
     for path, note in notes.items():
         title = note.title.strip() or note.name
-        base[path] = normalize_name(title) or normalize_name(f"Note {title}") or "Untitled note"
+        base[path] = fit(normalize_name(title) or normalize_name(f"Note {title}") or "Untitled note")
     groups: dict[str, list[str]] = {}
     for path, name in base.items():
         groups.setdefault(name.casefold(), []).append(path)
@@ -32,11 +52,11 @@ def note_entity_names(notes: dict[str, ParsedNote]) -> dict[str, str]:
             continue
         for path in paths:
             folder = path.rsplit("/", 1)[0] if "/" in path else "/"
-            names[path] = f"{base[path]} ({folder})"
+            names[path] = fit(base[path], f" ({folder})")
         qualified = [names[p].casefold() for p in paths]
         if len(set(qualified)) < len(qualified):  # same title, same folder, different case
             for path in paths:
-                names[path] = f"{base[path]} ({path.removesuffix('.md')})"
+                names[path] = fit(base[path], f" ({path.removesuffix('.md')})")
     return _apart(names, base)
 
 
@@ -53,8 +73,8 @@ def _apart(names: dict[str, str], base: dict[str, str]) -> dict[str, str]:
         if len(paths) < 2:
             continue
         for path in sorted(p for p in paths if names[p] != base[p]):  # the qualified ones move
-            forms = chain((f"{base[path]} ({path.removesuffix('.md')})", f"{base[path]} ({path})"),
-                          (f"{base[path]} ({path}) {n}" for n in count(2)))
+            forms = chain((fit(base[path], f" ({path.removesuffix('.md')})"), fit(base[path], f" ({path})")),
+                          (fit(base[path], f" ({path}) {n}") for n in count(2)))
             names[path] = next(f for f in forms if f.casefold() not in taken)
             taken.add(names[path].casefold())
     return names
@@ -65,7 +85,7 @@ def unresolved_name(link: WikiLink) -> str:
     target = link.target.rstrip("/").rsplit("/", 1)[-1]
     if target.lower().endswith(".md"):
         target = target[:-3]
-    return normalize_name(target) or normalize_name(f"Note {target}") or ""
+    return fit(normalize_name(target) or normalize_name(f"Note {target}") or "")
 
 
 def unresolved_names(vault: Any, names: Mapping[str, str]) -> dict[str, str]:
@@ -86,5 +106,5 @@ def unresolved_names(vault: Any, names: Mapping[str, str]) -> dict[str, str]:
 
 
 def attachment_name(path: str) -> str:
-    return normalize_name(path.rsplit("/", 1)[-1]) or path
+    return fit(normalize_name(path.rsplit("/", 1)[-1]) or path)
 

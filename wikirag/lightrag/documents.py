@@ -13,6 +13,11 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any
 
+# LightRAG's PostgreSQL table of documents holds the file path in VARCHAR(1024): a note deeper than that (a
+# Notion export's nested pages) failed the whole run there. The row is only for LightRAG's own server, which
+# lists documents from doc_status (TEXT, the whole path): this one keeps the path's end.
+DOC_NAME_MAX_CHARS = 1024
+
 
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat()
@@ -45,7 +50,8 @@ async def sync_document_rows(rag: Any, notes: dict[str, tuple[str, list[str]]],
             records = await rag.text_chunks.get_by_ids(chunk_ids) if chunk_ids else []
             content = "\n\n".join(r.get("content", "") for r in records if r)
             stamp = _now()
-            docs[doc_id] = {"content": content, "file_path": path}
+            shown = path if len(path) <= DOC_NAME_MAX_CHARS else "…" + path[-(DOC_NAME_MAX_CHARS - 1):]
+            docs[doc_id] = {"content": content, "file_path": shown}
             rows[doc_id] = {"status": DocStatus.PROCESSED.value, "content_summary": content[:100],
                             "content_length": len(content), "chunks_count": len(chunk_ids),
                             "chunks_list": list(chunk_ids), "file_path": path, "created_at": stamp,
