@@ -531,8 +531,9 @@ def test_an_untouched_vault_is_answered_without_starting_the_server(work):
 def test_overlong_titles_link_targets_and_paths_index_on_the_embedded_backend(work):
     """LightRAG's PostgreSQL tables hold names in VARCHAR(512) and a document's path in VARCHAR(1024): a 600-
     character title, a link to a 3,000-character name, a 250-character attachment beside a 250-character title
-    (a relation key "a<SEP>b" over 512) and a note 1,300 characters deep each failed the whole run with a
-    traceback. Names are bounded (graph.naming.fit) and the document row keeps the path's end."""
+    (a relation key "a<SEP>b" over 512), a note 1,300 characters deep, and a NUL written as a YAML escape or a
+    `%00` in a link (text and jsonb hold no NUL) each failed the whole run with a traceback. Names are bounded
+    (graph.naming.fit), the document row keeps the path's end, and such a NUL is read as U+FFFD."""
     from wikirag.index.run import run_index
 
     vault = work / "vault"
@@ -543,12 +544,13 @@ def test_overlong_titles_link_targets_and_paths_index_on_the_embedded_backend(wo
     (vault / "Long.md").write_text(f"---\ntitle: {'T' * 600}\n---\nsee [[{'y' * 3000}]] and ![[{'z' * 250}.png]]\n")
     (vault / ("z" * 250 + ".png")).write_bytes(b"png")
     (vault / ("n" * 250 + ".md")).write_text("![[" + "z" * 250 + ".png]]\n")
+    (vault / "Nul.md").write_text('---\ntitle: "a\\0b"\naliases: ["c\\x00d"]\n---\n[x](e%00f.md)\n')
     config = load_config(vault)
     report = run_index(config, embedding_func=HashEmbedding().func())
-    assert report.notes_indexed == 3
+    assert report.notes_indexed == 4
     names = [name for (name,) in _rows(config.storage, "SELECT id FROM lightrag_graph_nodes WHERE workspace = %s",
                                        config.workspace)]
-    assert len(names) == 5 and max(map(len, names)) <= 250
+    assert len(names) == 7 and max(map(len, names)) <= 250 and {"a\ufffdb", "e\ufffdf"} <= set(names)
     paths = _rows(config.storage, "SELECT doc_name FROM lightrag_doc_full WHERE workspace = %s", config.workspace)
     assert any(path.startswith("…") and path.endswith("/Deep.md") for (path,) in paths)
 

@@ -86,7 +86,10 @@ def _yaml() -> tuple[Any, Any]:
         text = loader.construct_scalar(node)
         if _YAML12_INT.match(text):  # 1.2: `017` is 17 (PyYAML's 1.1 read it as octal 15)
             prefix = text[:2].lower()
-            return int(text[2:], 8) if prefix == "0o" else int(text[2:], 16) if prefix == "0x" else int(text)
+            try:
+                return int(text[2:], 8) if prefix == "0o" else int(text[2:], 16) if prefix == "0x" else int(text)
+            except ValueError:  # over Python's 4,300 digits: the text, as a number beyond 64 bits is kept
+                return text
         try:  # an explicit `!!int` in another form
             return yaml.constructor.SafeConstructor.construct_yaml_int(loader, node)
         except ValueError:
@@ -217,7 +220,9 @@ def _json_safe(value: Any, count: list[int], depth: int) -> Any:
         return [_json_safe(v, count, depth + 1) for v in value]
     if isinstance(value, int) and not isinstance(value, bool) and not _INT64_MIN <= value <= _UINT64_MAX:
         return str(value)  # JSON readers (orjson, databases) take 64-bit integers; a 400-digit one stays exact as text
-    if value is None or isinstance(value, (str, bool, int)):
+    if isinstance(value, str):
+        return _no_nul(value)
+    if value is None or isinstance(value, (bool, int)):
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else str(value)
@@ -235,7 +240,14 @@ def _key(key: Any) -> str:
         return "null"
     if isinstance(key, bool):
         return "true" if key else "false"
-    return str(key)
+    return _no_nul(str(key))
+
+
+def _no_nul(text: str) -> str:
+    """A NUL written as a YAML escape (`"a\\0b"`, `\\x00`, `\\u0000`) read as U+FFFD, as an invalid byte is: the
+    reader removes NUL bytes from the file, and PostgreSQL's text and jsonb cannot hold one (the whole index run
+    failed on the embedded backend)."""
+    return text.replace("\0", "\ufffd") if "\0" in text else text
 
 
 def _yaml_error(exc: Exception) -> str:

@@ -147,10 +147,10 @@ def split_destination(dest: str) -> tuple[str, str | None, str | None] | None:
     if not dest or _EXTERNAL.match(dest):
         return None
     path, hash_, fragment = dest.partition("#")
-    target = unquote(path).strip()
+    target = _decoded(path)
     heading = block = None
     if hash_:
-        fragment = unquote(fragment).strip()
+        fragment = _decoded(fragment)
         if fragment.startswith("^"):
             block = fragment[1:] or None
         else:
@@ -158,6 +158,12 @@ def split_destination(dest: str) -> tuple[str, str | None, str | None] | None:
     if not target and heading is None and block is None:
         return None
     return target, heading, block
+
+
+def _decoded(part: str) -> str:
+    """URL-decoded; a `%00` is U+FFFD, as an invalid byte is (no name holds a NUL, and PostgreSQL's text cannot)."""
+    text = unquote(part).strip()
+    return text.replace("\0", "\ufffd") if "\0" in text else text
 
 
 def display_text(target: str, heading: str | None, block: str | None, label: str | None, embed: bool) -> str:
