@@ -109,6 +109,10 @@ def test_case_only_twins_prefer_the_exact_spelling() -> None:
     paths = ["Note.md", "note.md"]
     assert resolve("/note.md", "x.md", paths).path == "note.md"
     assert resolve("Note", "x.md", paths).status == "ambiguous"
+    # a bare name too: [[note]] is note.md (it went to Note.md, alphabetically first), and from Note.md itself
+    # it is a link to its twin, not to itself
+    assert (resolve("note", "x.md", paths).path, resolve("Note", "x.md", paths).path) == ("note.md", "Note.md")
+    assert resolve("note", "Note.md", paths) == Resolution("ambiguous", "note.md", ("Note.md", "note.md"))
 
 
 def test_add_and_remove_keep_lookups_current() -> None:

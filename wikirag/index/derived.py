@@ -38,10 +38,11 @@ if TYPE_CHECKING:
     from wikirag.index.planning import Plan
     from wikirag.vault.model import Vault
 
-DERIVED_VERSION = 5  # bump when a row's encoding or what it derives from changes (4: link tie-break)
+DERIVED_VERSION = 6  # bump when a row's encoding or what it derives from changes (4: link tie-break)
 # 2: unresolved links carry their entity name (RestoredLinks.unresolved_names)
 # 3: ... in a column of their own, so a run that reads only them never parses a row's links
 # 5: entity names bounded in length (graph.naming.fit): a saved unresolved name may be too long
+# 6: of case-only twins (Note.md, note.md) a bare link picks the one spelled as it is
 _DOC = "derived_notes"
 _STATUS = {"r": "resolved", "a": "ambiguous", "s": "self", "u": "unresolved"}
 _CODE = {v: k for k, v in _STATUS.items()}

@@ -178,7 +178,7 @@ class LinkIndex:
         if not candidates:
             return _UNRESOLVED
         folder = fold(posixpath.dirname(from_path))
-        chosen = min(candidates, key=lambda p: _rank(p, exact, folder))
+        chosen = min(candidates, key=lambda p: _rank(p, exact, folder, target))
         if "/" in key and folder and f"{folder}/{key}" in _keys(chosen)[0]:
             return self._found(chosen, (), from_path)  # the path taken from the note's folder: no doubt left
         return self._found(chosen, tuple(sorted(candidates)), from_path)
@@ -201,8 +201,10 @@ class LinkIndex:
         return hit
 
 
-def _rank(path: str, exact: Sequence[str], folder: str) -> tuple:
-    """Sort key of the tie-break, Obsidian's (MetadataCache._getLinkpathDest): the exact vault path, then the
-    files whose path starts with the linking note's folder (as a string: folder `a` also takes `ab/`), each
-    group by path length; then alphabetically, where Obsidian keeps the order it loaded the files in."""
-    return (path not in exact, not fold(path).startswith(folder), len(path), fold(path), path)
+def _rank(path: str, exact: Sequence[str], folder: str, target: str) -> tuple:
+    """Sort key of the tie-break, Obsidian's (MetadataCache._getLinkpathDest): the exact vault path (of case-only
+    twins on a case-sensitive disk, Note.md and note.md, the one spelled as the link is), then the files whose
+    path starts with the linking note's folder (as a string: folder `a` also takes `ab/`), each group by path
+    length; then alphabetically, where Obsidian keeps the order it loaded the files in."""
+    spelled = path in (target, f"{target}.md")
+    return (path not in exact, not spelled, not fold(path).startswith(folder), len(path), fold(path), path)
