@@ -45,6 +45,18 @@ def test_weights_equal_bm25s():
         assert np.array_equal(index.data, np.asarray(expected["data"], dtype=np.float32))
 
 
+def test_a_lone_cjk_character_finds_the_text_holding_it():
+    """`query` sends a one-character Chinese question to `search`; text indexes a CJK run as its bigrams, so `猫`
+    found only a note that was `猫` alone, never 我的猫很可爱 ("No note matches")."""
+    from wikirag.query.search import best_passages
+
+    index = build_index(_rows({"a.md": ["我的猫很可爱。"], "b.md": ["狗在院子里。"], "c.md": ["猫"], "d.md": ["cat"]}))
+    assert {index.chunk_paths[i] for i, _ in index.top("猫", 10)} == {"a.md", "c.md"}
+    assert [index.chunk_paths[i] for i, _ in index.top("院", 10)] == ["b.md"]
+    assert [index.chunk_paths[i] for i, _ in index.top("的猫", 10)] == ["a.md"]  # two characters: the bigram only
+    assert best_passages("狗在院子里。\n\n我的猫很可爱。", "猫", count=1) == ([], ["我的猫很可爱。"])
+
+
 def test_weights_of_no_tokens_are_empty():
     data, indices, indptr = bm25_weights(np.zeros(0, np.int32), np.zeros(3, np.int64), 0, 1.5, 0.75)
     assert len(data) == len(indices) == 0 and list(indptr) == [0]

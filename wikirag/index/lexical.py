@@ -126,6 +126,7 @@ class LexicalIndex:
     note_keys: dict[str, str] = field(default_factory=dict)
     _vocab_index: dict[str, int] | None = None
     _note_tokens: dict[str, int] | None = None
+    _cjk_pairs: dict[str, list[int]] | None = None
 
     @property
     def size(self) -> int:
@@ -145,12 +146,27 @@ class LexicalIndex:
             self._vocab_index = {t: i for i, t in enumerate(self.vocab)}
         return self._vocab_index.get(token)
 
+    def term_ids(self, token: str) -> list[int]:
+        """The terms a query token matches: itself; a lone CJK character (`猫`, which `query` sends to `search`)
+        also every bigram holding it, since text indexes a run of CJK as its bigrams (`我的猫很` has no `猫`)."""
+        t = self.term_id(token)
+        found = [] if t is None else [t]
+        if len(token) == 1 and IS_CJK.match(token):
+            if self._cjk_pairs is None:
+                pairs: dict[str, list[int]] = {}
+                for i, term in enumerate(self.vocab):
+                    if len(term) == 2 and IS_CJK.match(term):
+                        for char in dict.fromkeys(term):
+                            pairs.setdefault(char, []).append(i)
+                self._cjk_pairs = pairs
+            found += self._cjk_pairs.get(token, [])
+        return found
+
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every chunk for the query (0 where no term matches)."""
         out = np.zeros(self.size, dtype=np.float32)
         for token in tokenize(query):
-            t = self.term_id(token)
-            if t is not None:
+            for t in self.term_ids(token):
                 start, end = self.indptr[t], self.indptr[t + 1]
                 np.add.at(out, self.indices[start:end], self.data[start:end])
         return out

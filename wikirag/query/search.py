@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wikirag.errors import QueryFailed
-from wikirag.index.lexical import tokenize
+from wikirag.index.lexical import IS_CJK, tokenize
 from wikirag.markdown.chunking import heading_path
 from wikirag.query.notes import NoteTable, obsidian_uri, read_question
 from wikirag.query.ranking import FUSION, fuse, note_rankings, rrf
@@ -90,7 +90,13 @@ def best_passages(text: str, query: str, count: int = 2, width: int = 320) -> tu
             close()
     close()
     wanted = set(tokenize(query))
-    scored = sorted((-len(wanted & set(tokenize(paragraph))), order, heading, paragraph)
+    chars = {t for t in wanted if len(t) == 1 and IS_CJK.match(t)}  # a lone CJK character: in the text's bigrams
+
+    def shared(paragraph: str) -> int:
+        tokens = set(tokenize(paragraph))
+        return len(wanted & tokens) + sum(1 for c in chars - tokens if any(c in t for t in tokens))
+
+    scored = sorted((-shared(paragraph), order, heading, paragraph)
                     for order, (heading, paragraph) in enumerate(paragraphs))
     best = [row for row in scored[:count] if row[0] < 0] or scored[:1]
     passages = [p if len(p) <= width else p[: width - 1].rstrip() + "…" for *_x, p in best]
