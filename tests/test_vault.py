@@ -16,7 +16,7 @@ from wikirag.vault.ignore import IgnoreRules
 from wikirag.vault.links import LinkIndex
 from wikirag.vault.model import Vault
 from wikirag.vault.on_disk import find_on_disk
-from wikirag.vault.read import read_note, read_vault_note, scan_vault
+from wikirag.vault.read import NOT_REGULAR, read_note, read_vault_note, scan_vault
 
 needs_symlinks = pytest.mark.skipif(os.name == "nt", reason="needs symlinks")
 
@@ -448,6 +448,21 @@ def test_update_file_of_a_removed_folder_forgets_its_files_and_their_problems(va
     assert not any(p.startswith("people/") for p in vault.notes)
     assert not any(i.path.startswith("people/") for i in vault.issues)
     assert vault.backlinks("Home.md") == set()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_update_file_reports_a_note_that_became_a_named_pipe_as_the_scan_does(vault_dir: Path) -> None:
+    # `watch` forgot the note and said nothing, where `index` reports the pipe; never opened (a read would block)
+    vault = Vault.load(vault_dir)
+    (vault_dir / "people" / "Ada.md").unlink()
+    os.mkfifo(vault_dir / "people" / "Ada.md")
+    os.mkfifo(vault_dir / "pipe.md")
+    os.mkfifo(vault_dir / "pipe.png")  # not a note: no line, as in the scan
+    said = [vault.update_file(p) for p in ("people/Ada.md", "pipe.md", "pipe.png")]
+    assert [[i.message for i in issues] for issues in said] == [[NOT_REGULAR], [NOT_REGULAR], []]
+    assert "people/Ada.md" not in vault.notes
+    assert sorted(i.path for i in vault.issues) == sorted(i.path for i in Vault.load(vault_dir).issues)
+    assert vault.update_file("pipe.md") == said[1] and len([i for i in vault.issues if i.path == "pipe.md"]) == 1
 
 
 def test_update_file_reparses_a_changed_note(vault_dir: Path) -> None:

@@ -19,7 +19,7 @@ from wikirag.vault.ignore import IgnoreRules
 from wikirag.vault.links import LinkIndex, is_note, link_name_key, name_keys, wanted_name
 from wikirag.vault.memory import cyclic_gc_paused
 from wikirag.vault.on_disk import Listings, find_on_disk, inside_folder, nfc
-from wikirag.vault.read import MAX_NOTE_BYTES, ScanResult, lies_in, read_note, scan_files
+from wikirag.vault.read import MAX_NOTE_BYTES, NOT_REGULAR, ScanResult, lies_in, read_note, scan_files, special_file
 from wikirag.vault.symlinks import Symlinks
 
 
@@ -225,7 +225,9 @@ class Vault:
                 self.remove_file(path)
             else:
                 self._recheck_folder(path, listings)
-            return []
+            special = is_note(path) and not self._rules.ignored(path) and special_file(abs_path)  # as the scan says
+            self.issues += [ReadIssue(path, NOT_REGULAR, True)] if special else []
+            return self.issues[-1:] if special else []
         self.issues = [i for i in self.issues if i.path != path]
         if not is_note(path):
             if path not in self.attachments:

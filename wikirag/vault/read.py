@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import stat
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -68,6 +69,18 @@ class ScanResult:
     # hold is unknown, not gone, so the index keeps their notes as last indexed ("" is the vault itself).
     unreadable: list[str] = field(default_factory=list)
     symlinks: Symlinks = field(default_factory=Symlinks)
+
+
+NOT_REGULAR = "not a regular file (a named pipe, socket or device); skipped"
+
+
+def special_file(path: Path) -> bool:
+    """Whether `path` is there and neither a file, a folder nor a symlink (those the caller tells apart)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode))
 
 
 def lies_in(path: str, places: Sequence[str]) -> bool:
@@ -179,8 +192,7 @@ def scan_files(root: Path, rules: IgnoreRules) -> ScanResult:
                 if link:
                     out.issues.append(ReadIssue(rel, "broken symlink; skipped", True))
                 elif is_note(name) and not rules.file_ignored(rel):  # never opened: a pipe would block the read
-                    out.issues.append(ReadIssue(rel, "not a regular file (a named pipe, socket or device); skipped",
-                                                True))
+                    out.issues.append(ReadIssue(rel, NOT_REGULAR, True))
                 continue
             if rules.file_ignored(rel):
                 continue
