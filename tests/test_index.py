@@ -546,3 +546,14 @@ def test_entity_names_are_bounded_and_stay_apart(tmp_path):
     nodes = snapshot(config)["nodes"]
     assert len(nodes) == 4
     assert all(len(n) <= NAME_MAX_CHARS and len(n.encode()) <= NAME_MAX_BYTES for n in nodes), sorted(map(len, nodes))
+
+
+def test_a_title_written_as_a_yaml_block_is_a_one_line_name(tmp_path):
+    # `title: |` keeps its line breaks: no name LightRAG reads from an LLM's lines could ever meet it
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "a.md").write_text("---\ntitle: |\n  Line one\n  Line two\n---\n[[b]]\n")
+    (vault / "b.md").write_text('---\ntitle: "tab\\there"\n---\nbody\n')
+    assert sorted(note_entity_names(Vault.load(vault).notes).values()) == ["Line one Line two", "tab here"]
+    config, _ = index(vault, tmp_path / "store")
+    assert set(snapshot(config)["nodes"]) == {"Line one Line two", "tab here"}

@@ -4,6 +4,7 @@ links and attachments, all normalised the way LightRAG normalises extracted name
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from itertools import chain, count
 from typing import Any
@@ -19,9 +20,16 @@ NAME_MAX_BYTES = 512
 _TAIL_MAX_CHARS = 60  # of a qualifier such as " (folder)"
 
 
+_BREAKS = re.compile(r"\s*[\t\n\r\x0b\x0c\x85\u2028\u2029]\s*")
+
+
 def fit(name: str, tail: str = "") -> str:
-    """`name` + `tail` within NAME_MAX_CHARS and NAME_MAX_BYTES: cut at the end of `name`, marked with "…" (a
-    tail over _TAIL_MAX_CHARS loses its start instead: " (…er/Note)"), so the tail that tells names apart stays."""
+    """`name` + `tail` on one line (a title written as a YAML block, `title: |`, has line breaks: LightRAG reads
+    an LLM's entities line by line, so none it extracts could ever meet that name, and a hint line would break),
+    within NAME_MAX_CHARS and NAME_MAX_BYTES: cut at the end of `name`, marked with "…" (a tail over
+    _TAIL_MAX_CHARS loses its start instead: " (…er/Note)"), so the tail that tells names apart stays."""
+    if not (name + tail).isprintable():
+        name, tail = _BREAKS.sub(" ", name).strip(), _BREAKS.sub(" ", tail)
     whole = name + tail
     if len(whole) <= NAME_MAX_CHARS and (whole.isascii() or len(whole.encode()) <= NAME_MAX_BYTES):
         return whole
