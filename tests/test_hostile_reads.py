@@ -284,6 +284,15 @@ def test_exclude_that_is_not_text_is_one_line(plain_vault, command):
     _one_line_error(invoke(command, str(plain_vault)), "wikirag.toml", "exclude")
 
 
+@pytest.mark.parametrize("pattern", ["!", "\\", "[z-a]"])
+def test_an_exclude_pattern_gitignore_cannot_read_is_one_line(plain_vault, pattern):
+    # before: pathspec's error came out of the scan as a traceback, for the flag and the config file alike
+    for command in ("index", "stats", "cost-estimate", "watch"):
+        _one_line_error(invoke(command, str(plain_vault), "--exclude", pattern), "--exclude", repr(pattern))
+    (plain_vault / "wikirag.toml").write_text(f"exclude = [{json.dumps(pattern)}]\n", encoding="utf-8")
+    _one_line_error(invoke("index", str(plain_vault)), "wikirag.toml", repr(pattern))
+
+
 @pytest.mark.parametrize("setting", ["chunk_token_size = -5", "chunk_token_size = 0",
                                      "chunk_overlap_token_size = 1200", "chunk_overlap_token_size = -1"])
 def test_chunk_sizes_that_cannot_chunk_are_one_line(plain_vault, setting):

@@ -315,7 +315,7 @@ def load_config(
         workspace = workspace_name(vault)
     check_store_location(vault, store_path, workspace, store_origin,
                          vault_file=store_origin == str(path) and config_file is None)
-    excludes = _patterns(top.get("exclude", []), path) + list(exclude or [])
+    excludes = _patterns(top.get("exclude", []), path) + _valid(list(exclude or []), "--exclude")
     index = sections["index"]
     if index.chunk_token_size < 1 or not 0 <= index.chunk_overlap_token_size < index.chunk_token_size:
         raise ConfigError(f"[index] chunk_token_size = {index.chunk_token_size}, chunk_overlap_token_size = "
@@ -354,7 +354,20 @@ def _patterns(value: Any, origin: Path) -> list[str]:
     values = [value] if isinstance(value, str) else value
     if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
         raise ConfigError(f"{origin}: exclude = {value!r}: give a list of path patterns, e.g. [\"drafts/**\"]")
-    return list(values)
+    return _valid(list(values), f"{origin}: exclude")
+
+
+def _valid(patterns: list[str], origin: str) -> list[str]:
+    """The patterns, each one .gitignore can read (`!` alone, a trailing `\\` or `[z-a]` raised from the scan)."""
+    if any(p.strip() for p in patterns):
+        import pathspec
+
+        for pattern in patterns:
+            try:
+                pathspec.GitIgnoreSpec.from_lines([pattern.strip()])
+            except (ValueError, re.error) as exc:
+                raise ConfigError(f"{origin} {pattern!r}: not a valid .gitignore pattern ({exc})") from None
+    return patterns
 
 
 def follow_store_embedding(config: WikiragConfig, recorded: str | None) -> None:
