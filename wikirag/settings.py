@@ -359,14 +359,13 @@ def _patterns(value: Any, origin: Path) -> list[str]:
 
 def _valid(patterns: list[str], origin: str) -> list[str]:
     """The patterns, each one .gitignore can read (`!` alone, a trailing `\\` or `[z-a]` raised from the scan)."""
-    if any(p.strip() for p in patterns):
-        import pathspec
+    for pattern in (p for p in patterns if p.strip()):
+        from pathspec import GitIgnoreSpec  # loaded only where patterns are given
 
-        for pattern in patterns:
-            try:
-                pathspec.GitIgnoreSpec.from_lines([pattern.strip()])
-            except (ValueError, re.error) as exc:
-                raise ConfigError(f"{origin} {pattern!r}: not a valid .gitignore pattern ({exc})") from None
+        try:
+            GitIgnoreSpec.from_lines([pattern.strip()])
+        except (ValueError, re.error) as exc:
+            raise ConfigError(f"{origin} {pattern!r}: not a valid .gitignore pattern ({exc})") from None
     return patterns
 
 
