@@ -10,11 +10,12 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.storekit import HashEmbedding, copy_vault, snapshot
+from tests.storekit import HashEmbedding, copy_vault, ledger_doc, snapshot
 from wikirag.errors import StoreLocked
 from wikirag.index.run import run_index
 from wikirag.index.watch import ignored_path, watch_vault
@@ -22,10 +23,11 @@ from wikirag.settings import load_config
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_vault"
 QUIET = 0.3
+STUCK = 300  # seconds: a wait on the watcher fails only past this, when it is stuck rather than slow
 
 
 class Watcher:
-    """Runs watch_vault on a thread; `settle()` waits until a quiet period passed with no new batch."""
+    """Runs watch_vault on a thread; `settle()` returns once the watcher has applied every change made so far."""
 
     def __init__(self, vault: Path, store: Path) -> None:
         self.config = load_config(vault, store=store)
@@ -33,6 +35,7 @@ class Watcher:
         self.batches: list = []
         self.ready = threading.Event()
         self.error: BaseException | None = None
+        self.fences = 0
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
@@ -46,27 +49,55 @@ class Watcher:
 
     def __enter__(self) -> Watcher:
         self.thread.start()
-        assert self.ready.wait(60), "initial index did not finish"
+        assert self.ready.wait(STUCK), "initial index did not finish"
         assert self.error is None, self.error
         return self
 
-    def settle(self, timeout: float = 60) -> None:
-        """Wait until no batch has run for a few quiet periods."""
+    def settle(self, timeout: float = STUCK) -> None:
+        """Return once a successful batch has applied every change made before the call.
+
+        The signal is a fence: an empty folder made after the changes (it holds no note: the index stays as
+        it is). Watchdog delivers a vault's events in the order they happened, and a batch takes every event
+        that came before its last one, so once a batch lists the fence among its paths, it or an earlier
+        batch took every change made before it. (Waiting for a spell with no new batch instead returned while
+        a long batch still ran on a loaded machine.) A fence made before the watcher follows a vault folder
+        that was replaced is never seen (that batch reads the new folder whole), so when the watcher has
+        reported nothing for 5 s another is made; any of them will do, a later one is a batch with nothing
+        to do.
+        """
         deadline = time.monotonic() + timeout
-        seen, still_since = len(self.batches), time.monotonic()
-        while time.monotonic() < deadline:
-            time.sleep(0.1)
+        fences: list[str] = []
+        reports, still_since = -1, 0.0
+        while True:
             assert self.error is None, self.error
-            if len(self.batches) != seen:
-                seen, still_since = len(self.batches), time.monotonic()
-            elif time.monotonic() - still_since > QUIET * 6:
+            batches = list(self.batches)
+            if any(fence in b.paths for b in batches for fence in fences) and not batches[-1].error:
                 return
-        raise AssertionError("watcher did not settle")
+            if len(batches) != reports:
+                reports, still_since = len(batches), time.monotonic()
+            if not fences or time.monotonic() - still_since > 5:
+                self.fences += 1
+                fences.append(f"settle-fence-{self.fences}")
+                (self.config.vault / fences[-1]).mkdir()
+                still_since = time.monotonic()
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no batch applied the changes in {timeout} s: {batches[-3:]}")
+            time.sleep(0.05)
 
     def __exit__(self, *exc: object) -> None:
         self.stop.set()
-        self.thread.join(30)
+        self.thread.join(STUCK)
         assert self.error is None, self.error
+
+
+def wait_until(condition: Callable[[], object], timeout: float = STUCK) -> bool:
+    """Poll `condition` until it holds; False after `timeout` (the caller's assertion then says what is missing)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def fresh_snapshot(vault: Path, store: Path) -> dict:
@@ -124,6 +155,7 @@ def test_a_vault_given_as_a_relative_path_is_watched_in_its_subfolders(vault, tm
         (vault / "people" / "Ada Lovelace.md").write_text("Ada, in a subfolder; see [[Alan Turing]].\n")
         watcher.settle()
         assert any(b.notes_new for b in watcher.batches), watcher.batches
+        assert any("people/Ada Lovelace.md" in b.paths for b in watcher.batches)  # as the vault names it
     assert snapshot(watcher.config) == fresh_snapshot(vault, tmp_path / "fresh")
 
 
@@ -138,11 +170,6 @@ def test_a_burst_of_500_files_is_coalesced(tmp_path):
     with Watcher(vault, tmp_path / "store") as watcher:
         for path in sorted(staging.iterdir()):
             path.replace(vault / path.name)
-        # settle() waits for a quiet spell after the last batch; a batch of 500 new notes can itself take
-        # longer than that spell on a loaded machine, so wait for the notes first.
-        deadline = time.monotonic() + 60
-        while sum(b.notes_new for b in watcher.batches) < 500 and time.monotonic() < deadline:
-            time.sleep(0.1)
         watcher.settle()
         assert len(watcher.batches) <= 5, [b.paths_touched for b in watcher.batches]
         assert sum(b.notes_new for b in watcher.batches) == 500, watcher.batches
@@ -174,7 +201,6 @@ def test_ignored_paths(path, ignored):
     assert ignored_path(path) is ignored
 
 
-@pytest.mark.slow
 def _ring_vault_and_watch(tmp_path: Path, seeds: int) -> tuple[Path, Path, list[str]]:
     """A vault of `seeds` notes linked in a ring, its store, and the real CLI's `watch` command for them."""
     vault = tmp_path / "vault"
@@ -187,6 +213,12 @@ def _ring_vault_and_watch(tmp_path: Path, seeds: int) -> tuple[Path, Path, list[
     return vault, store, command
 
 
+def _burst_batch_began(vault: Path, store: Path, notes_before: int) -> bool:
+    """Whether the watcher's batch for the burst has begun: its write-ahead ledger names notes of the burst."""
+    return len(ledger_doc(load_config(vault, store=store).workspace_dir).get("notes", {})) > notes_before
+
+
+@pytest.mark.slow
 def test_killed_mid_batch_then_restarted_equals_a_fresh_index(tmp_path):
     """SIGKILL the real CLI watcher while it indexes a burst; a restart must catch up exactly."""
     vault, store, command = _ring_vault_and_watch(tmp_path, 30)
@@ -196,7 +228,8 @@ def test_killed_mid_batch_then_restarted_equals_a_fresh_index(tmp_path):
         assert line, proc.stderr.read()
         for i in range(200):
             (vault / f"Burst{i}.md").write_text(f"Burst {i} cites [[Seed{i % 30}]] and [[Missing {i % 7}]].\n")
-        time.sleep(1.5)  # inside the batch: embeddings for 200 notes take longer than this
+        # Killed inside the batch: its ledger is written ahead, then 200 notes are embedded (seconds).
+        assert wait_until(lambda: _burst_batch_began(vault, store, 30)), "the burst's batch never began"
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
@@ -226,34 +259,34 @@ class FlakyLLM:
 
 
 def test_an_llm_outage_never_stops_the_watcher(tmp_path):
+    from wikirag.index.ledger import Ledger
+
     vault = tmp_path / "vault"
     vault.mkdir()
     (vault / "Essay.md").write_text("---\nwikirag: extract\n---\nCharles Babbage met Ada Lovelace in London.\n")
     llm = FlakyLLM()
     config = load_config(vault, store=tmp_path / "store", overrides={"llm": {"model": "fake:flaky"}})
-    batches, stop, done = [], threading.Event(), threading.Event()
+    stop, done, extracted = threading.Event(), threading.Event(), threading.Event()
+
+    def on_batch(batch) -> None:  # on the watcher's thread, between batches: the ledger is the batch's own
+        entry = Ledger.load(config.workspace_dir).notes.get("Essay.md")
+        if llm.healthy.is_set() and entry is not None and entry.status == "indexed":
+            extracted.set()
 
     def run() -> None:
-        asyncio.run(watch_vault(config, quiet_seconds=QUIET, stop=stop, on_batch=batches.append,
+        asyncio.run(watch_vault(config, quiet_seconds=QUIET, stop=stop, on_batch=on_batch,
                                 poll_seconds=0.05, retry_seconds=0.3, llm_func=llm,
                                 embedding_func=HashEmbedding().func()))
         done.set()
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 30
-    while llm.failures < 2 and time.monotonic() < deadline:  # the first run and at least one retry failed
-        time.sleep(0.05)
+    wait_until(lambda: llm.failures >= 2)  # the first run and at least one retry failed
     assert llm.failures >= 2 and not done.is_set()
     llm.healthy.set()
-    while time.monotonic() < deadline and not (batches and batches[-1].notes_changed and
-                                                 snapshot(config)["ledger_notes"]):
-        time.sleep(0.1)
-    time.sleep(1.0)
+    wait_until(extracted.is_set)  # not a guess at how long the retries take: their backoff doubles
     stop.set()
-    thread.join(30)
-    from wikirag.index.ledger import Ledger
-
+    thread.join(STUCK)
     entry = Ledger.load(config.workspace_dir).notes["Essay.md"]
     assert entry.status == "indexed", entry.error
     assert any(f.rank == 2 for f in entry.entities)  # the retry extracted once the LLM came back
@@ -301,9 +334,7 @@ def test_watch_survives_a_failing_batch_and_catches_up(vault, tmp_path, monkeypa
     with Watcher(vault, tmp_path / "store") as watcher:
         fault.armed.set()
         (vault / "New note.md").write_text("A new note about [[Alan Turing]] and [[Enigma]].\n")
-        deadline = time.monotonic() + 30
-        while not any(b.error for b in watcher.batches) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: any(b.error for b in watcher.batches))
         failed = [b for b in watcher.batches if b.error]
         assert failed and type(exc).__name__ in failed[0].error, watcher.batches
         assert watcher.thread.is_alive()
@@ -329,9 +360,9 @@ def test_watch_stops_cleanly_on_a_signal(tmp_path, how):
         assert proc.stdout.readline(), proc.stderr.read()  # the initial index report
         for i in range(60):
             (vault / f"Burst{i}.md").write_text(f"Burst {i} cites [[Seed{i % 20}]].\n")
-        time.sleep(0.5)  # a batch is probably in flight now
-        proc.send_signal(signal.SIGTERM if background else signal.SIGINT)
-        assert proc.wait(60) == 0, proc.stderr.read()
+        assert wait_until(lambda: _burst_batch_began(vault, store, 20)), "the burst's batch never began"
+        proc.send_signal(signal.SIGTERM if background else signal.SIGINT)  # while the batch is in flight
+        assert proc.wait(STUCK) == 0, proc.stderr.read()
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -76,6 +76,9 @@ class BatchReport:
     seconds: float
     issues: list[str] = field(default_factory=list)
     error: str | None = None  # the batch failed (disk full, store or embedding error); retried with backoff
+    # The vault paths the batch's events touched, re-read from disk, sorted (empty for a retry). Events come in
+    # the order of the changes, so a successful batch that lists the path of a change applied every earlier one.
+    paths: list[str] = field(default_factory=list)
 
 
 class _EventCollector(FileSystemEventHandler):
@@ -360,7 +363,7 @@ def _failed_batch(batch: int, paths: set[str], exc: BaseException, seconds: floa
     return BatchReport(batch=batch, paths_touched=len(paths), notes_changed=0, notes_deleted=0, notes_new=0,
                        entities_written=0, entities_deleted=0, relations_written=0, relations_deleted=0,
                        chunks_written=0, chunks_deleted=0, entities=0, relations=0, seconds=round(seconds, 3),
-                       error=redact(message))
+                       error=redact(message), paths=sorted(paths))
 
 
 def _batch_report(batch: int, paths: set[str], report: IndexReport, seconds: float) -> BatchReport:
@@ -382,4 +385,5 @@ def _batch_report(batch: int, paths: set[str], report: IndexReport, seconds: flo
         # Only the touched files' problems: a broken note is reported when it changes, not every batch.
         issues=[i for i in report.issues if i.split(": ", 1)[0] in paths
                 or any(i.startswith(p + "/") for p in paths)],
+        paths=sorted(paths),
     )
