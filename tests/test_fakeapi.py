@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from types import SimpleNamespace
 
 import anthropic
 import openai
@@ -79,16 +80,18 @@ def test_streaming_sends_deltas_and_a_final_usage_chunk(fake_api: FakeAPI) -> No
     assert all(c.usage is None for c in plain) and plain[-1].choices[0].finish_reason == "stop"
 
 
-def test_storm_answers_429_with_retry_after_and_the_sdk_retries() -> None:
+def test_storm_answers_429_with_retry_after_and_the_sdk_retries(monkeypatch) -> None:
+    waits: list[float] = []  # what the SDK chose to wait, not how long the (maybe loaded) machine took
+    real_sleep = time.sleep
+    monkeypatch.setattr(time, "sleep", lambda seconds: (waits.append(seconds), real_sleep(seconds))[1])
     with FakeAPI(storm=2, retry_after=0.05) as api:
         with pytest.raises(openai.RateLimitError) as refused:
             oai(api).chat.completions.create(model="m", messages=chat("s", "q"))
         assert refused.value.response.headers["retry-after"] == "0.05"
-        start = time.monotonic()
         reply = oai(api, retries=2).chat.completions.create(model="m", messages=chat("s", "q"))
         assert reply.choices[0].message.content == "ok"
         assert (api.calls, api.rejected) == (3, 2)
-        assert time.monotonic() - start < 0.4  # the SDK waited Retry-After (0.05 s), not its 0.5 s backoff
+    assert waits == [0.05]  # its one retry waited Retry-After, not its own 0.5 s backoff
 
 
 def test_anthropic_storm_answers_529_overloaded_and_the_sdk_retries() -> None:
@@ -121,10 +124,8 @@ def test_concurrency_counter_sees_every_parallel_call() -> None:
                     model="m", messages=chat("s", f"question {i}")) for i in range(n)))
             return [r.choices[0].message.content for r in replies]
 
-        start = time.monotonic()
         assert asyncio.run(main()) == ["ok"] * n
-        assert time.monotonic() - start < n * 0.2 / 2  # they really overlapped
-        assert (api.calls, api.max_in_flight, api.in_flight) == (n, n, 0)
+        assert (api.calls, api.max_in_flight, api.in_flight) == (n, n, 0)  # all n in flight at once: they overlapped
 
 
 def test_openai_batch_round_trip(fake_api: FakeAPI) -> None:
@@ -153,7 +154,9 @@ def test_openai_batch_round_trip(fake_api: FakeAPI) -> None:
     assert client.batches.retrieve(second.id).status == "cancelled"
 
 
-def test_a_batch_waits_out_batch_delay() -> None:
+def test_a_batch_waits_out_batch_delay(monkeypatch) -> None:
+    clock = [1000.0]  # the fake provider's clock: a loaded machine's slow polls cannot outlast the delay
+    monkeypatch.setattr(fakeapi, "time", SimpleNamespace(monotonic=lambda: clock[0], time=time.time))
     with FakeAPI(batch_polls=0, batch_delay=0.2) as api:
         client = oai(api)
         upload = client.files.create(file=("in.jsonl", json.dumps({"custom_id": "a", "method": "POST",
@@ -161,7 +164,9 @@ def test_a_batch_waits_out_batch_delay() -> None:
                                      purpose="batch")
         batch = client.batches.create(input_file_id=upload.id, endpoint="/v1/chat/completions", completion_window="24h")
         assert client.batches.retrieve(batch.id).status == "in_progress"
-        time.sleep(0.2)
+        clock[0] = 1000.1
+        assert client.batches.retrieve(batch.id).status == "in_progress"
+        clock[0] = 1000.25
         assert client.batches.retrieve(batch.id).status == "completed"
 
 
