@@ -20,6 +20,7 @@ from wikirag.errors import StoreLocked
 from wikirag.index.run import run_index
 from wikirag.index.watch import ignored_path, watch_vault
 from wikirag.settings import load_config
+from wikirag.vault.model import Vault
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_vault"
 QUIET = 0.3
@@ -391,8 +392,6 @@ def test_the_watcher_does_its_first_saves_setup_before_it_reports_ready(vault, t
     do (0.8 s instead of 1.4-1.8 s at 13,000 notes, bench/scale.py); a save then updates the index as before."""
     import gc
 
-    from wikirag.vault.model import Vault
-
     order: list[str] = []
     real_prepare, real_collect = Vault.prepare_updates, gc.collect
     monkeypatch.setattr(Vault, "prepare_updates", lambda self: (order.append("backlinks"), real_prepare(self))[1])
@@ -518,3 +517,26 @@ def test_a_folder_spelled_twice_loses_only_its_own_notes(tmp_path, held, how):
             gone.rename(tmp_path / "elsewhere")
         watcher.settle()
     assert snapshot(watcher.config) == fresh_snapshot(vault, tmp_path / "fresh")
+
+
+def test_a_batch_that_fails_while_reading_its_paths_is_retried_from_the_whole_vault(vault, tmp_path, monkeypatch):
+    """A failure part-way through a batch's paths leaves the in-memory vault partly updated, and the retry's
+    batch names no path: it must read the vault whole, or the paths after the failure are lost until they
+    change again (the note below stayed out of the index)."""
+    real_update = Vault.update_file
+    failed: list[str] = []
+
+    def update_file(self, rel, *args, **kwargs):
+        if rel == "Zeta note.md" and not failed:
+            failed.append(rel)
+            raise OSError(5, "Input/output error")
+        return real_update(self, rel, *args, **kwargs)
+
+    monkeypatch.setattr(Vault, "update_file", update_file)
+    with Watcher(vault, tmp_path / "store") as watcher:
+        (vault / "Alpha note.md").write_text("Alpha links [[Alan Turing]].\n")
+        (vault / "Zeta note.md").write_text("Zeta links [[Enigma]].\n")
+        watcher.settle()
+        assert failed and any(b.error for b in watcher.batches), watcher.batches
+        after = snapshot(watcher.config)
+    assert after == fresh_snapshot(vault, tmp_path / "fresh")

@@ -290,10 +290,14 @@ async def watch_vault(
                     batch += 1
                     started = time.perf_counter()
                     try:
-                        if rescan or reread or relinked or len(paths) > FULL_RESCAN_ABOVE or apply_paths(vault, paths):
-                            rescan, reread = False, True  # until the read succeeds: the retry reads again
+                        whole = rescan or reread or relinked or len(paths) > FULL_RESCAN_ABOVE
+                        # Until the vault is current: a failure part-way through the paths (or the read) leaves
+                        # it partly updated and the retry's batch names none of them, so the retry reads whole.
+                        reread = True
+                        if whole or apply_paths(vault, paths):
+                            rescan = False
                             vault = read_whole()
-                            reread = False
+                        reread = False
                         report = await index_vault(config, vault=vault, should_stop=stop.is_set, **run)
                     except Exception as exc:  # noqa: BLE001
                         # The write-ahead ledger on disk still says what the store misses; the next attempt
