@@ -15,6 +15,7 @@ from typing import Any
 from wikirag.errors import VaultNotFound
 from wikirag.markdown.parse import parse_note
 from wikirag.models import ParsedNote, ReadIssue, Resolution, WikiLink
+from wikirag.vault import read as vault_read
 from wikirag.vault.ignore import IgnoreRules
 from wikirag.vault.links import LinkIndex, is_note, link_name_key, name_keys, wanted_name
 from wikirag.vault.memory import cyclic_gc_paused
@@ -220,6 +221,10 @@ class Vault:
         path = nfc(disk_rel)
         disk = find_on_disk(self.root, path, listings)
         abs_path = Path(disk) if disk else self.root / disk_rel
+        if (too_long := vault_read.path_too_long(path)) and not self._rules.ignored(path):  # as the scan says
+            self.remove_file(path)
+            self.issues.append(too_long)
+            return [too_long]
         if self._rules.ignored(path) or not abs_path.is_file() or not self._within_vault(abs_path):
             if path in self.notes or path in self.attachments or self._rules.ignored(path):
                 self.remove_file(path)

@@ -73,6 +73,19 @@ class ScanResult:
 
 NOT_REGULAR = "not a regular file (a named pipe, socket or device); skipped"
 
+# A vault path longer than this (UTF-8 bytes) is skipped: PostgreSQL's keys on a path hold about 2,700 bytes,
+# and an index whose content depended on the backend would be two indexes. Only deeply nested long names reach it.
+MAX_PATH_BYTES = 2048
+
+
+def path_too_long(path: str) -> ReadIssue | None:
+    """The one-line issue for a vault path too long to index, else None."""
+    size = len(path.encode("utf-8", "surrogatepass"))
+    if size <= MAX_PATH_BYTES:
+        return None
+    why = f"path is {size:,} bytes long, more than the index keeps ({MAX_PATH_BYTES:,}); skipped"
+    return ReadIssue(path, why, True)
+
 
 def special_file(path: Path) -> bool:
     """Whether `path` is there and neither a file, a folder nor a symlink (those the caller tells apart)."""
@@ -195,6 +208,9 @@ def scan_files(root: Path, rules: IgnoreRules) -> ScanResult:
                     out.issues.append(ReadIssue(rel, NOT_REGULAR, True))
                 continue
             if rules.file_ignored(rel):
+                continue
+            if too_long := path_too_long(rel):
+                out.issues.append(too_long)
                 continue
             if rel in seen_paths:
                 first = seen_paths[rel]
