@@ -260,6 +260,17 @@ def test_a_fifo_named_like_a_note_is_reported_not_skipped_silently(tmp_path: Pat
         ("pipe.md", "not a regular file (a named pipe, socket or device); skipped", True)]
 
 
+@needs_symlinks
+def test_a_symlink_to_a_fifo_is_reported_as_one_not_as_broken(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe.bin")
+    os.symlink(tmp_path / "pipe.bin", tmp_path / "link.md")
+    os.symlink(tmp_path / "gone.md", tmp_path / "dangling.md")
+    scan = scan_vault(tmp_path)
+    assert [(i.path, i.message) for i in scan.issues] == [
+        ("dangling.md", "broken symlink; skipped"),
+        ("link.md", "not a regular file (a named pipe, socket or device); skipped")]
+
+
 def test_nfc_twins_line_tells_which_spelling_was_skipped(tmp_path: Path) -> None:
     """Found by the vault fuzzer: the clash line read "Café.md: same name as 'Café.md' ...", the two
     spellings printing alike, so nothing said which file was left out."""

@@ -202,9 +202,9 @@ def scan_files(root: Path, rules: IgnoreRules) -> ScanResult:
                     (linked_dirs if link else subdirs).append((entry.path, rel, linked or link))
                 continue
             if not is_file:
-                if link:
+                if link and not os.path.exists(entry.path):
                     out.issues.append(ReadIssue(rel, "broken symlink; skipped", True))
-                elif is_note(name) and not rules.file_ignored(rel):  # never opened: a pipe would block the read
+                elif is_note(name) and not rules.file_ignored(rel):  # never opened (a pipe, or a link to one)
                     out.issues.append(ReadIssue(rel, NOT_REGULAR, True))
                 continue
             if rules.file_ignored(rel):
