@@ -29,6 +29,7 @@ from typer.testing import CliRunner
 
 from tests.storekit import HashEmbedding, copy_vault
 from wikirag.cli import app
+from wikirag.cli.doctor import run_doctor
 from wikirag.errors import StoreMismatch
 from wikirag.index import run as index_run
 from wikirag.index import watch as index_watch
@@ -139,6 +140,8 @@ def test_a_rebuild_cut_short_by_the_server_is_finished_by_the_next_index(indexed
     assert message.endswith("; the next `wikirag index` finishes the rebuild") and "\n" not in message
     assert "hunter2-pw" not in message
     assert (config.workspace_dir / REBUILD_MARKER).is_file()
+    said = {c.name: c for c in run_doctor(config).checks}["store"]
+    assert (said.status, "was cut short; the next `wikirag index` finishes it" in said.detail) == ("warn", True)
     redis.server.connected = True
     again = run_index(config, embedding_func=_embed())
     assert again.notes_new == again.notes_total - again.notes_skipped

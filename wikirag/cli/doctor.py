@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Literal
 
 from wikirag.errors import ConfigError, StoreMismatch, VaultNotFound
 from wikirag.index.ledger import Ledger
+from wikirag.index.rebuild import rebuild_pending
 from wikirag.index.store_model import adopt_store_embedding, embedding_mismatch, targets_mismatch
 from wikirag.lightrag.engine import embedding_spec
 from wikirag.settings import WikiragConfig
@@ -125,6 +126,9 @@ def _embedding(config: WikiragConfig, vault: Vault | None = None) -> Check:
 
 def _store(config: WikiragConfig) -> Check:
     store = ledger_store(config.storage, config.workspace_dir, config.workspace)
+    if rebuild_pending(config) is not None:  # before the ledger: the wipe may have deleted it already
+        return Check("store", "warn", f"{store.location}: a `wikirag index --rebuild` was cut short; the next "
+                     "`wikirag index` finishes it (`watch` waits for that)")
     try:
         if not store.exists():
             return Check("store", "warn", f"{store.location}: no index yet; run `wikirag index {config.vault}`")
