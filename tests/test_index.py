@@ -233,6 +233,39 @@ def test_a_rebuild_cut_short_leaves_no_manifest_claiming_the_store(vault, tmp_pa
     assert again.notes_unchanged == 0 and again.notes_indexed > 0
     assert snapshot(config) == snapshot(index(vault, tmp_path / "fresh")[0])
 
+
+def rebuild_killed_mid_wipe(config, vault: Path, monkeypatch) -> None:
+    """Delete a note of an indexed vault, then run `--rebuild` and "kill" it once the wipe has deleted the index
+    database but not yet LightRAG's files (found by bench/crash_sweep.py --at write)."""
+    import wikirag.storage.fs as fs
+
+    (vault / "projects" / "Venona.md").unlink()  # the store holds records of a note the vault no longer has
+    real = fs.is_store_file
+
+    def killed_after_the_index_db(path):
+        if path.name.startswith("kv_store"):
+            raise KeyboardInterrupt("killed mid-wipe")
+        return real(path)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(fs, "is_store_file", killed_after_the_index_db)
+        with pytest.raises(KeyboardInterrupt):
+            run_index(config, rebuild=True, embedding_func=HashEmbedding().func())
+    assert not (config.workspace_dir / "wikirag_index.sqlite").exists()
+    assert all((config.workspace_dir / name).exists() for name in ("kv_store_text_chunks.json", "vdb_chunks.json"))
+
+
+def test_a_rebuild_killed_mid_wipe_is_finished_by_the_next_run(vault, tmp_path, monkeypatch):
+    """The next run found no ledger, wrote every note over LightRAG's remaining files and never deleted what the
+    gone note had left there (its chunks, entity and relations stayed). It finishes the wipe first now."""
+    config, _ = index(vault, tmp_path / "store")
+    assert "Venona" in snapshot(config)["nodes"]
+    rebuild_killed_mid_wipe(config, vault, monkeypatch)
+    run_index(config, embedding_func=HashEmbedding().func())
+    assert snapshot(config) == snapshot(index(vault, tmp_path / "fresh")[0])
+    assert not (config.workspace_dir / "wikirag_rebuild.json").exists()
+
+
 def test_a_store_refuses_another_embedding_model(vault, tmp_path, monkeypatch):
     index(vault, tmp_path / "store")
     monkeypatch.setenv("WIKIRAG_EMBEDDING", "openai:text-embedding-3-small")

@@ -30,7 +30,6 @@ from typer.testing import CliRunner
 from tests.storekit import HashEmbedding, copy_vault
 from wikirag.cli import app
 from wikirag.cli.doctor import run_doctor
-from wikirag.errors import StoreMismatch
 from wikirag.index import run as index_run
 from wikirag.index import watch as index_watch
 from wikirag.index.rebuild import REBUILD_MARKER
@@ -320,8 +319,8 @@ def test_a_failed_drop_is_one_line_and_the_next_index_finishes_the_rebuild(on_ne
         "(Neo4JStorage) on neo4j neo4j://graph-a:7687: Neo.ClientError.Security.Unauthorized: "
         "neo4j://graph-a:7687; the next `wikirag index` finishes the rebuild"], result.output
     assert "hunter2-pw" not in result.output and (config.workspace_dir / REBUILD_MARKER).is_file()
-    with pytest.raises(StoreMismatch, match="--rebuild` was cut short; run `wikirag index` to finish it first"):
-        asyncio.run(index_watch.watch_vault(config, embedding_func=_embed()))
+    with pytest.raises(StorageUnreachable, match="; the next `wikirag index` finishes the rebuild$"):
+        asyncio.run(index_watch.watch_vault(config, embedding_func=_embed()))  # it finishes it first, and cannot yet
     recording.failing.clear()
     recording.calls.clear()
     again = run_index(config, embedding_func=_embed())  # no --rebuild: the marker says one is under way

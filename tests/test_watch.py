@@ -540,3 +540,16 @@ def test_a_batch_that_fails_while_reading_its_paths_is_retried_from_the_whole_va
         assert failed and any(b.error for b in watcher.batches), watcher.batches
         after = snapshot(watcher.config)
     assert after == fresh_snapshot(vault, tmp_path / "fresh")
+
+
+def test_watch_finishes_a_rebuild_killed_mid_wipe_before_it_opens_the_store(vault, tmp_path, monkeypatch):
+    """It refused to start until `index` had finished the rebuild; it finishes it itself now, under its lock."""
+    from tests.test_index import rebuild_killed_mid_wipe
+
+    config = load_config(vault, store=tmp_path / "store")
+    run_index(config, embedding_func=HashEmbedding().func())
+    rebuild_killed_mid_wipe(config, vault, monkeypatch)
+    with Watcher(vault, tmp_path / "store") as watcher:
+        pass
+    assert snapshot(watcher.config) == fresh_snapshot(vault, tmp_path / "fresh")
+    assert not (config.workspace_dir / "wikirag_rebuild.json").exists()

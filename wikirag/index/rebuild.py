@@ -11,7 +11,7 @@
 The ledger goes before the servers are emptied: a ledger that outlived them would say every note is written.
 A run that finds the marker was cut short somewhere in 3-5: `index` does the whole wipe again before it reads
 anything (each step is harmless to repeat) and then indexes every note, so the servers never keep what the
-earlier index wrote beside the rebuilt one. `watch` refuses to start until `index` has done so.
+earlier index wrote beside the rebuilt one. `watch` does the same before it opens LightRAG's storages.
 """
 
 from __future__ import annotations
@@ -48,7 +48,8 @@ def rebuild_pending(config: WikiragConfig) -> dict[str, Any] | None:
 
 
 def refuse_while_pending(config: WikiragConfig) -> None:
-    """For a writer with LightRAG's storages already open (`watch`): their loaded data would outlive the wipe."""
+    """For a run given LightRAG's storages already open (a `watch` batch): their loaded data would outlive the
+    wipe. `watch` itself finishes a rebuild cut short before it opens them."""
     if rebuild_pending(config) is not None:
         raise StoreMismatch(f"{config.workspace_dir}: a `wikirag index --rebuild` was cut short; run `wikirag "
                             "index` to finish it first")

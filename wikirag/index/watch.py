@@ -28,7 +28,7 @@ from watchdog.events import FileSystemEventHandler
 from watchdog.observers import Observer
 
 from wikirag.errors import VaultNotFound
-from wikirag.index.rebuild import refuse_while_pending
+from wikirag.index.rebuild import rebuild_pending
 from wikirag.index.report import IndexReport
 from wikirag.index.run import RunState, StoreLock, hinting_llm, index_vault, open_store_engine
 from wikirag.index.store_model import adopt_store_embedding
@@ -215,11 +215,13 @@ async def watch_vault(
     # The engine opened below embeds every batch: with the store's own model (refused in one line when the
     # settings name another, or when the ledger was written to other servers), its vectors' width checked
     # before anything is written, as `index` does.
-    refuse_while_pending(config)  # a rebuild cut short: `index` finishes it, not an engine opened on its remains
-    adopt_store_embedding(config, writer=True)
+    if rebuild_pending(config) is None:  # else the run below adopts the settings' model, as a rebuild does
+        adopt_store_embedding(config, writer=True)
     if engine_kwargs.get("embedding_func") is None:
         await check_vector_width(config)
     with StoreLock(config):
+        if rebuild_pending(config) is not None:  # a rebuild cut short: finished as `index` would, before an
+            await index_vault(config, locked=True, **engine_kwargs)  # engine opens on what it left
         # The observer starts before the vault is read, so nothing saved during the initial index is
         # missed: those events simply make the first batch re-read the files.
         collector = _EventCollector(config.vault, config.store)
