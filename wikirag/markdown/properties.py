@@ -221,7 +221,7 @@ def _json_safe(value: Any, count: list[int], depth: int) -> Any:
     if isinstance(value, int) and not isinstance(value, bool) and not _INT64_MIN <= value <= _UINT64_MAX:
         return str(value)  # JSON readers (orjson, databases) take 64-bit integers; a 400-digit one stays exact as text
     if isinstance(value, str):
-        return _no_nul(value)
+        return no_nul(value)
     if value is None or isinstance(value, (bool, int)):
         return value
     if isinstance(value, float):
@@ -240,13 +240,13 @@ def _key(key: Any) -> str:
         return "null"
     if isinstance(key, bool):
         return "true" if key else "false"
-    return _no_nul(str(key))
+    return no_nul(str(key))
 
 
-def _no_nul(text: str) -> str:
-    """A NUL written as a YAML escape (`"a\\0b"`, `\\x00`, `\\u0000`) read as U+FFFD, as an invalid byte is: the
-    reader removes NUL bytes from the file, and PostgreSQL's text and jsonb cannot hold one (the whole index run
-    failed on the embedded backend)."""
+def no_nul(text: str) -> str:
+    """A NUL written as a YAML escape (`"a\\0b"`, `\\x00`, `\\u0000`) or as `%00` in a link read as U+FFFD, as an
+    invalid byte is: the reader removes NUL bytes from the file, and PostgreSQL's text and jsonb cannot hold one
+    (the whole index run failed on the embedded backend)."""
     return text.replace("\0", "\ufffd") if "\0" in text else text
 
 

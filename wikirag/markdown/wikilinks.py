@@ -8,6 +8,8 @@ import re
 from collections.abc import Iterator
 from urllib.parse import unquote
 
+from wikirag.markdown.properties import no_nul
+
 # Patterns start with a literal so `re` can skip ahead fast; a leading `!` (embed) is checked by hand.
 WIKILINK = re.compile(r"\[\[([^\[\]\n]*)\]\]")
 
@@ -161,9 +163,8 @@ def split_destination(dest: str) -> tuple[str, str | None, str | None] | None:
 
 
 def _decoded(part: str) -> str:
-    """URL-decoded; a `%00` is U+FFFD, as an invalid byte is (no name holds a NUL, and PostgreSQL's text cannot)."""
-    text = unquote(part).strip()
-    return text.replace("\0", "\ufffd") if "\0" in text else text
+    """URL-decoded; a `%00` is U+FFFD (properties.no_nul: no name holds a NUL, and PostgreSQL's text cannot)."""
+    return no_nul(unquote(part).strip())
 
 
 def display_text(target: str, heading: str | None, block: str | None, label: str | None, embed: bool) -> str:
