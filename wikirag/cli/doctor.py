@@ -128,7 +128,7 @@ def _store(config: WikiragConfig) -> Check:
     store = ledger_store(config.storage, config.workspace_dir, config.workspace)
     if rebuild_pending(config) is not None:  # before the ledger: the wipe may have deleted it already
         return Check("store", "warn", f"{store.location}: a `wikirag index --rebuild` was cut short; the next "
-                     "`wikirag index` finishes it (`watch` waits for that)")
+                     "`wikirag index` finishes it (or `wikirag watch`, before it opens the store)")
     try:
         if not store.exists():
             return Check("store", "warn", f"{store.location}: no index yet; run `wikirag index {config.vault}`")
