@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from wikirag.index.ledger import Ledger
-from wikirag.index.planning import Plan
-from wikirag.vault.model import Vault
+if TYPE_CHECKING:  # types only: `wikirag index` handing its run to a watch imports this module and no pipeline
+    from wikirag.index.ledger import Ledger
+    from wikirag.index.planning import Plan
+    from wikirag.vault.model import Vault
 
 Progress = Callable[[str, int, int], None]
 
