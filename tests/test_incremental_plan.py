@@ -7,7 +7,7 @@ from pathlib import Path
 from tests.storekit import copy_vault
 from wikirag.index.ledger import Ledger
 from wikirag.index.planning import plan_index
-from wikirag.index.watch import apply_paths
+from wikirag.index.watch_events import apply_paths
 from wikirag.settings import load_config
 from wikirag.vault.model import Vault
 

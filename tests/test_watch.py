@@ -18,7 +18,8 @@ import pytest
 from tests.storekit import HashEmbedding, copy_vault, ledger_doc, snapshot
 from wikirag.errors import StoreLocked
 from wikirag.index.run import run_index
-from wikirag.index.watch import ignored_path, watch_vault
+from wikirag.index.watch import watch_vault
+from wikirag.index.watch_events import ignored_path
 from wikirag.settings import load_config
 from wikirag.vault.model import Vault
 

@@ -24,6 +24,7 @@ from wikirag.cli.common import (
     app,
     build_config,
     fail,
+    run_by_watch,
     stderr_console,
     stop_between_batches,
 )
@@ -121,7 +122,6 @@ def index(
         wikirag index ~/Notes --llm openai:gpt-4o-mini --batch
     """
     from wikirag.cli.render import render_index_report
-    from wikirag.index.run import run_index
     from wikirag.storage.settings import scale_advice
 
     if drop_llm_cache and not rebuild:
@@ -129,23 +129,27 @@ def index(
     try:
         config = build_config(vault, store=store, config_file=config_file, exclude=exclude, llm=llm,
                          llm_concurrency=llm_concurrency, route=route)
-        with stop_between_batches() as stop:
-            if as_json:
-                report = run_index(config, dry_run=dry_run, rebuild=rebuild, budget_usd=budget, batch=batch,
-                                   drop_llm_cache=drop_llm_cache, should_stop=stop.is_set)
-            else:
-                console = stderr_console()
-                with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                              MofNCompleteColumn(), console=console, transient=True,
-                              disable=not console.is_terminal) as bar:  # no stray blank line in a log
-                    task = bar.add_task("scanning", total=None)
+        # A watch writing this store runs a plain `index` itself (index/handoff.py); else it runs here.
+        report = None if dry_run or rebuild or batch or budget is not None else run_by_watch(config)
+        if report is None:
+            from wikirag.index.run import run_index
+            with stop_between_batches() as stop:
+                if as_json:
+                    report = run_index(config, dry_run=dry_run, rebuild=rebuild, budget_usd=budget, batch=batch,
+                                       drop_llm_cache=drop_llm_cache, should_stop=stop.is_set)
+                else:
+                    console = stderr_console()
+                    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                                  MofNCompleteColumn(), console=console, transient=True,
+                                  disable=not console.is_terminal) as bar:  # no stray blank line in a log
+                        task = bar.add_task("scanning", total=None)
 
-                    def progress(stage: str, done: int, total: int) -> None:
-                        bar.update(task, description=stage, completed=done, total=total)
+                        def progress(stage: str, done: int, total: int) -> None:
+                            bar.update(task, description=stage, completed=done, total=total)
 
-                    report = run_index(config, dry_run=dry_run, rebuild=rebuild, progress=progress,
-                                       budget_usd=budget, batch=batch, drop_llm_cache=drop_llm_cache,
-                                       should_stop=stop.is_set)
+                        report = run_index(config, dry_run=dry_run, rebuild=rebuild, progress=progress,
+                                           budget_usd=budget, batch=batch, drop_llm_cache=drop_llm_cache,
+                                           should_stop=stop.is_set)
     except WikiragError as exc:
         fail(str(exc))
     if as_json:

@@ -10,13 +10,16 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from rich.console import Console
 
 from wikirag import __version__
 from wikirag.settings import WikiragConfig, load_config
+
+if TYPE_CHECKING:
+    from wikirag.index.report import IndexReport
 
 app = typer.Typer(
     name="wikirag",
@@ -96,6 +99,20 @@ def build_config(vault: Path, *, store: Path | None = None, config_file: Path | 
 def stderr_console() -> Console:
     return Console(stderr=True, soft_wrap=True, highlight=False)
 
+
+def run_by_watch(config: WikiragConfig) -> IndexReport | None:
+    """The report of this `index` when the wikirag watch writing the store ran it (index/handoff.py), else
+    None: no watch is listening, and the run happens here."""
+    from wikirag.index.handoff import hand_to_watch
+
+    try:
+        handed = hand_to_watch(config)
+    except KeyboardInterrupt:
+        typer.echo("\nstopped waiting; the watch finishes the run", err=True)
+        raise typer.Exit(130) from None
+    if handed is not None:
+        stderr_console().print(f"Run by the wikirag watch writing this store (pid {handed.pid}).")
+    return handed.report if handed is not None else None
 
 
 @contextlib.contextmanager

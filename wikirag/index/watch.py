@@ -12,48 +12,30 @@ touching 500 notes becomes one batch.
 
 from __future__ import annotations
 
-import asyncio
 import gc
 import logging
-import os
-import stat
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from watchdog.events import FileSystemEventHandler
 from watchdog.observers import Observer
 
 from wikirag.errors import VaultNotFound
+from wikirag.index.handoff import HandoffServer
 from wikirag.index.rebuild import rebuild_pending
 from wikirag.index.report import IndexReport
 from wikirag.index.run import RunState, StoreLock, hinting_llm, index_vault, open_store_engine
 from wikirag.index.store_model import adopt_store_embedding
+from wikirag.index.watch_events import EventCollector, apply_paths, changed_on_disk, folder_identity
 from wikirag.lightrag.embeddings import EmbeddingCounter
 from wikirag.lightrag.engine import check_vector_width, preload_embedder
 from wikirag.redaction import redact
 from wikirag.settings import WikiragConfig
 from wikirag.vault.model import Vault
-from wikirag.vault.on_disk import Listings
-from wikirag.vault.symlinks import Symlinks
 
-# Editor and OS droppings that are never notes: swap, backup, temp and lock files.
-_IGNORED_SUFFIXES = (".swp", ".swo", ".swx", ".tmp", ".temp", ".crdownload", ".part", "~", ".bak")
-_IGNORED_NAMES = {".DS_Store", "Thumbs.db", "4913"}  # 4913: vim's write-permission probe file
 FULL_RESCAN_ABOVE = 2000  # a batch touching more paths than this re-reads the whole vault instead
-
-
-def ignored_path(rel: str) -> bool:
-    """True for paths the watcher never looks at (dot-folders like .obsidian and the store, temp files)."""
-    parts = rel.replace(os.sep, "/").split("/")
-    if any(p.startswith(".") for p in parts if p):
-        return True
-    name = parts[-1]
-    return (name in _IGNORED_NAMES or name.endswith(_IGNORED_SUFFIXES)
-            or (name.startswith("#") and name.endswith("#")) or name.startswith(".~lock."))
 
 
 @dataclass
@@ -81,123 +63,6 @@ class BatchReport:
     paths: list[str] = field(default_factory=list)
 
 
-class _EventCollector(FileSystemEventHandler):
-    """Receives watchdog events on its thread; the watch loop drains them on its own.
-
-    An event names the real path that changed, so a note the scan reads through a symlink (Shortcut.md ->
-    real/Target.md, Shelf -> .shelf) changes under its target's path: the events' real paths are kept, and
-    the loop maps them to vault paths through the symlinks of the vault it holds (`touched`)."""
-
-    def __init__(self, root: Path, store: Path) -> None:
-        super().__init__()
-        self.root = str(root.resolve())
-        self.store = str(store.resolve())
-        self._lock = threading.Lock()
-        self._reals: set[str] = set()  # real paths of the events that touch the vault, since the last drain
-        self.last_event = 0.0
-        self.root_lost = False  # the vault folder itself was deleted or moved away: its watches are gone
-        self._symlinks = Symlinks()  # those of the vault the loop holds
-        # While the vault is read, events that touch nothing through the symlinks known so far are held: the
-        # read may find a link that reads them (the first read finds every link; a read made for a new link).
-        self._held: list[str] | None = []
-
-    def touched(self, reals: Iterable[str], symlinks: Symlinks) -> tuple[set[str], bool]:
-        """The vault paths (as on disk) that events at `reals` touch, their own and those of the links that read
-        them; and whether one can change which folders the scan walks through a link (then read the vault whole)."""
-        paths: set[str] = set()
-        relinked = False
-        for real in reals:
-            if real == self.store or real.startswith(self.store + os.sep):
-                continue
-            own = real[len(self.root) + 1:].replace(os.sep, "/") if real.startswith(self.root + os.sep) else ""
-            paths.update(p for p in (own, *symlinks.vault_paths(real)) if p and not ignored_path(p))
-            relinked = relinked or symlinks.relinks(real)
-        return paths, relinked
-
-    def dispatch(self, event: Any) -> None:
-        kind = getattr(event, "event_type", "")
-        # A folder's "modified" only says its listing changed; the children's own events follow.
-        if kind in {"opened", "closed_no_write"} or (kind == "modified" and event.is_directory):
-            return
-        reals = [os.path.normpath(os.fsdecode(raw)) for raw in (event.src_path, getattr(event, "dest_path", ""))
-                 if raw]
-        if kind in {"deleted", "moved"} and event.is_directory and reals and reals[0] == self.root:
-            self.root_lost = True
-        with self._lock:
-            for real in reals:
-                if self._matters(real, self._symlinks):
-                    self._reals.add(real)
-                    self.last_event = time.monotonic()
-                elif self._held is not None:
-                    self._held.append(real)
-
-    def _matters(self, real: str, symlinks: Symlinks) -> bool:
-        paths, relinked = self.touched([real], symlinks)
-        return bool(paths) or relinked
-
-    def reading(self) -> None:
-        """The loop starts reading the whole vault."""
-        with self._lock:
-            self._held = []
-
-    def follow(self, symlinks: Symlinks) -> None:
-        """The loop read the vault whole and holds these symlinks now: events held during the read that touch
-        the vault through them are taken."""
-        with self._lock:
-            self._symlinks = symlinks
-            held, self._held = self._held or [], None
-            for real in held:
-                if self._matters(real, symlinks):
-                    self._reals.add(real)
-                    self.last_event = time.monotonic()
-
-    def drain_if_quiet(self, quiet_seconds: float) -> set[str] | None:
-        """The real paths of the events since the last drain, once none came for `quiet_seconds`."""
-        with self._lock:
-            if not self._reals or time.monotonic() - self.last_event < quiet_seconds:
-                return None
-            reals, self._reals = self._reals, set()
-            return reals
-
-    def pending(self) -> int:
-        with self._lock:
-            return len(self._reals)
-
-
-def _folder_identity(path: Path) -> tuple[int, int] | None:
-    """(device, inode) of the folder, or None when there is none: a vault removed and made again is another."""
-    try:
-        info = path.stat()
-    except OSError:
-        return None
-    return (info.st_dev, info.st_ino) if stat.S_ISDIR(info.st_mode) else None
-
-
-def apply_paths(vault: Vault, paths: set[str]) -> bool:
-    """Bring the in-memory vault up to date for the touched paths, reading the disk as it is now. True, with
-    the vault partly updated, when the paths make, remove or hold a symlink: which folders the scan walks
-    through links, and under which path, depends on the whole vault (real folders first, each folder once),
-    so the caller reads it whole."""
-    if any(vault.symlinks.touches(rel) or os.path.islink(vault.root / rel) for rel in paths):
-        return True
-    listings: Listings = {}  # the folders listed to find names spelled past ASCII, once a batch
-    for rel in sorted(paths):
-        abs_path = vault.root / rel
-        if abs_path.is_dir():
-            for dirpath, dirnames, filenames in os.walk(abs_path):
-                dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-                filenames = [f for f in filenames if not f.startswith(".")]
-                if any(os.path.islink(os.path.join(dirpath, name)) for name in (*dirnames, *filenames)):
-                    return True
-                for name in filenames:
-                    child = (Path(dirpath) / name).relative_to(vault.root).as_posix()
-                    if not ignored_path(child):
-                        vault.update_file(child, listings)
-        else:  # also a file gone, or every file under a removed/moved-away folder: another spelling may remain
-            vault.update_file(rel, listings)
-    return False
-
-
 async def watch_vault(
     config: WikiragConfig,
     *,
@@ -215,6 +80,7 @@ async def watch_vault(
     # The engine opened below embeds every batch: with the store's own model (refused in one line when the
     # settings name another, or when the ledger was written to other servers), its vectors' width checked
     # before anything is written, as `index` does.
+    handoff = HandoffServer(config)  # takes the `wikirag index` runs of the same settings while it watches
     if rebuild_pending(config) is None:  # else the run below adopts the settings' model, as a rebuild does
         adopt_store_embedding(config, writer=True)
     if engine_kwargs.get("embedding_func") is None:
@@ -224,13 +90,14 @@ async def watch_vault(
             await index_vault(config, locked=True, **engine_kwargs)  # engine opens on what it left
         # The observer starts before the vault is read, so nothing saved during the initial index is
         # missed: those events simply make the first batch re-read the files.
-        collector = _EventCollector(config.vault, config.store)
+        collector = EventCollector(config.vault, config.store)
         observer = Observer()
         # The absolute path: watchdog's inotify tree dropped every subfolder of a relative root such as "."
         # ("Path b'./people' is not under watched root b'.'"), so `wikirag watch .` missed their saves.
         observer.schedule(collector, str(config.vault.resolve()), recursive=True)
         observer.start()
-        root = _folder_identity(config.vault)
+        root = folder_identity(config.vault)
+        await handoff.start()  # an `index` asking now waits for the initial run, then gets a batch of its own
 
         def read_whole() -> Vault:
             collector.reading()
@@ -273,10 +140,11 @@ async def watch_vault(
                     retry.after(initial, hinting is not None)
                 rescan = reread = False
                 while not stop.is_set():
-                    await asyncio.sleep(poll_seconds)
-                    now = _folder_identity(config.vault)
+                    await handoff.pause(poll_seconds)
+                    now = folder_identity(config.vault)
                     if now != root or collector.root_lost:  # the vault folder was removed or replaced
                         if now is None:
+                            handoff.answer(handoff.take(), error=f"the vault folder {config.vault} is gone")
                             continue  # gone (rm -rf, a sync tool, a restore): wait for it to come back
                         # Back as another folder: the old one's watches died with it (its inode number may
                         # come round again, hence root_lost). Watch the new one and read it whole.
@@ -284,8 +152,9 @@ async def watch_vault(
                         observer.unschedule_all()
                         observer.schedule(collector, str(config.vault.resolve()), recursive=True)
                         root, rescan = now, True
-                    reals = collector.drain_if_quiet(quiet_seconds)
-                    if not reals and not retry.due() and not failures.due() and not rescan:
+                    asked = handoff.take()  # an `index` handed over: a batch now, of everything that changed
+                    reals = collector.drain() if asked else collector.drain_if_quiet(quiet_seconds)
+                    if not reals and not asked and not retry.due() and not failures.due() and not rescan:
                         continue
                     # Empty for a retry: notes whose extraction failed, or a failed batch
                     paths, relinked = collector.touched(reals or (), vault.symlinks)
@@ -293,6 +162,9 @@ async def watch_vault(
                     started = time.perf_counter()
                     try:
                         whole = rescan or reread or relinked or len(paths) > FULL_RESCAN_ABOVE
+                        if asked and not whole:  # what the events have not told yet, by a stat scan
+                            on_disk, whole = changed_on_disk(vault, config.exclude, config.store)
+                            paths |= on_disk
                         # Until the vault is current: a failure part-way through the paths (or the read) leaves
                         # it partly updated and the retry's batch names none of them, so the retry reads whole.
                         reread = True
@@ -305,14 +177,18 @@ async def watch_vault(
                         # The write-ahead ledger on disk still says what the store misses; the next attempt
                         # (after a backoff, or at the next change) re-plans from it and the vault.
                         failures.failed()
+                        failed = _failed_batch(batch, paths, exc, time.perf_counter() - started)
+                        handoff.answer(asked, error=failed.error)
                         if on_batch:
-                            on_batch(_failed_batch(batch, paths, exc, time.perf_counter() - started))
+                            on_batch(failed)
                         continue
+                    handoff.answer(asked, report)
                     failures.succeeded()
                     retry.after(report, hinting is not None)
                     if on_batch:
                         on_batch(_batch_report(batch, paths, report, time.perf_counter() - started))
         finally:
+            await handoff.close()
             observer.stop()
             observer.join(timeout=5)
 

@@ -35,6 +35,7 @@ class IgnoreRules:
         # wikirag's store folder (its real path), which the scan never enters through a symlink either
         self.store = os.path.realpath(store) if store is not None else None
         patterns = [unicodedata.normalize("NFC", p.strip()) for p in exclude]
+        self.patterns = tuple(patterns)
         self.globs = pathspec.GitIgnoreSpec.from_lines(p for p in patterns if p) if any(patterns) else None
         self.prefixes: list[str] = []
         self.regexes: list[re.Pattern[str]] = []
@@ -47,6 +48,10 @@ class IgnoreRules:
                     self.problems.append(f"Excluded files entry {entry!r} is no valid regex ({exc}); ignored")
             elif entry:
                 self.prefixes.append(unicodedata.normalize("NFC", entry))
+
+    def signature(self) -> tuple[object, ...]:
+        """What the rules are made of: rules with equal signatures ignore the same paths."""
+        return self.store, self.patterns, tuple(self.prefixes), tuple(r.pattern for r in self.regexes)
 
     @classmethod
     def for_vault(cls, root: Path, exclude: Sequence[str] = (),

@@ -74,7 +74,7 @@ class Vault:
         self.attachments: set[str] = set()
         self.issues: list[ReadIssue] = []
         self.max_bytes = max_bytes
-        self._rules = rules or IgnoreRules()
+        self.rules = rules or IgnoreRules()
         self._real_root = os.path.realpath(self.root)
         self._abs: dict[str, str] = {}  # note -> its path on disk, where that differs from root / note (NFD)
         self.stats: dict[str, tuple[int, int]] = {}  # note -> (size, mtime_ns) as scanned by `load`
@@ -221,16 +221,16 @@ class Vault:
         path = nfc(disk_rel)
         disk = find_on_disk(self.root, path, listings)
         abs_path = Path(disk) if disk else self.root / disk_rel
-        if (too_long := vault_read.path_too_long(path)) and not self._rules.ignored(path):  # as the scan says
+        if (too_long := vault_read.path_too_long(path)) and not self.rules.ignored(path):  # as the scan says
             self.remove_file(path)
             self.issues.append(too_long)
             return [too_long]
-        if self._rules.ignored(path) or not abs_path.is_file() or not self._within_vault(abs_path):
-            if path in self.notes or path in self.attachments or self._rules.ignored(path):
+        if self.rules.ignored(path) or not abs_path.is_file() or not self._within_vault(abs_path):
+            if path in self.notes or path in self.attachments or self.rules.ignored(path):
                 self.remove_file(path)
             else:
                 self._recheck_folder(path, listings)
-            special = is_note(path) and not self._rules.ignored(path) and special_file(abs_path)  # as the scan says
+            special = is_note(path) and not self.rules.ignored(path) and special_file(abs_path)  # as the scan says
             self.issues += [ReadIssue(path, NOT_REGULAR, True)] if special else []
             return self.issues[-1:] if special else []
         self.issues = [i for i in self.issues if i.path != path]

@@ -1,0 +1,174 @@
+"""`wikirag index` beside a running watch: the watch runs it (index/handoff.py), with the same figures as a
+run of its own would give, and refuses it in one line when it follows other settings or another wikirag."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.storekit import copy_vault, snapshot
+from tests.test_watch import SAMPLE, Watcher, fresh_snapshot
+from wikirag.cli import app
+from wikirag.errors import StoreLocked
+from wikirag.index import handoff
+from wikirag.index.handoff import HandoffFailed, HandoffServer, hand_to_watch
+from wikirag.index.watch_events import changed_on_disk
+from wikirag.settings import load_config
+from wikirag.vault.model import Vault
+
+runner = CliRunner()
+HANDOFF = pytest.mark.skipif(handoff.address(load_config(SAMPLE, store=SAMPLE / ".s")) is None,
+                             reason="no local socket for a handoff on this platform")
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    return copy_vault(SAMPLE, tmp_path / "vault")
+
+
+def index(vault: Path, store: Path, *args: str):
+    return runner.invoke(app, ["index", str(vault), "--store", str(store), "--json", *args])
+
+
+def edit(vault: Path) -> None:
+    note = vault / "people" / "Alan Turing.md"
+    note.write_text(note.read_text() + "\nHe kept a tame zanzibarite.\n")
+    (vault / "concepts" / "Handoff.md").write_text("A note about [[Alan Turing]].\n")
+    (vault / "Index.md").unlink()
+
+
+COUNTS = ("notes_total", "notes_new", "notes_changed", "notes_deleted", "notes_unchanged", "chunks_written",
+          "entities_written", "relations_written", "entities", "relations", "chunks")
+
+
+@HANDOFF
+def test_index_beside_a_watch_is_run_by_the_watch(vault, tmp_path, fast_embedding):
+    alone = copy_vault(vault, tmp_path / "alone")  # the same edits, indexed by a run of its own
+    assert index(alone, tmp_path / "alone-store").exit_code == 0
+    edit(alone)
+    expected = json.loads(index(alone, tmp_path / "alone-store").stdout)
+    store = tmp_path / "store"
+    with Watcher(vault, store) as watcher:
+        edit(vault)
+        result = index(vault, store)
+        assert result.exit_code == 0, result.output
+        assert "Run by the wikirag watch writing this store" in result.stderr
+        report = json.loads(result.stdout)
+        # One run, the figures of a run of its own: every change made before `index` was called is in it,
+        # whether or not the watch's events for it had come
+        assert {k: report[k] for k in COUNTS} == {k: expected[k] for k in COUNTS}
+        assert (report["notes_new"], report["notes_deleted"]) == (1, 1)
+        handed = snapshot(watcher.config)
+        again = index(vault, store)  # nothing changed since: the watch says so, as a run of its own would
+        assert again.exit_code == 0, again.output
+        assert json.loads(again.stdout)["notes_changed"] == 0
+    assert handed == fresh_snapshot(vault, tmp_path / "fresh")
+
+
+@HANDOFF
+def test_a_watch_with_other_settings_refuses_in_one_line(vault, tmp_path):
+    store = tmp_path / "store"
+    with Watcher(vault, store):
+        result = index(vault, store, "--exclude", "daily/**")
+        assert result.exit_code == 1
+        assert result.stderr.count("\n") == 1 and "runs with other settings" in result.stderr
+        config = load_config(vault, store=store)
+        other = tmp_path / "other"
+        other.mkdir()
+        with pytest.raises(StoreLocked, match="follows another vault"):
+            hand_to_watch(replace(config, vault=other))  # the same workspace, named for another folder
+
+
+@HANDOFF
+def test_a_watch_of_another_wikirag_refuses(vault, tmp_path, monkeypatch):
+    store = tmp_path / "store"
+    with Watcher(vault, store):
+        monkeypatch.setattr(handoff, "code_stamp", lambda: "0.0.0:1:1")  # this process "upgraded" meanwhile
+        result = index(vault, store)
+        assert result.exit_code == 1 and "another version of wikirag" in result.stderr
+
+
+@HANDOFF
+def test_a_run_the_watch_could_not_finish_is_an_error(vault, tmp_path, monkeypatch):
+    from wikirag.index import watch
+
+    real = watch.index_vault
+    calls = []
+
+    async def failing_after_the_initial_run(*args, **kwargs):
+        calls.append(1)
+        if len(calls) > 1:
+            raise OSError(28, "No space left on device")
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(watch, "index_vault", failing_after_the_initial_run)
+    store = tmp_path / "store"
+    with Watcher(vault, store):
+        result = index(vault, store)
+        assert result.exit_code == 1
+        assert "could not finish this run" in result.stderr and "No space left on device" in result.stderr
+
+
+@HANDOFF
+def test_no_watch_runs_the_index_here(vault, tmp_path, fast_embedding):
+    result = index(vault, tmp_path / "store")
+    assert result.exit_code == 0, result.output
+    assert "Run by the wikirag watch" not in result.stderr and json.loads(result.stdout)["notes_new"] > 40
+
+
+@HANDOFF
+def test_a_watch_stopping_before_it_answers_is_an_error(vault, tmp_path):
+    config = load_config(vault, store=tmp_path / "store")
+    config.workspace_dir.mkdir(parents=True)
+    started, asked = threading.Event(), threading.Event()
+
+    async def serve() -> None:  # a watch that takes the request and stops without running it
+        server = HandoffServer(config)
+        await server.start()
+        started.set()
+        while not server.waiting:
+            await asyncio.sleep(0.01)
+        asked.set()
+        await server.close()
+
+    thread = threading.Thread(target=lambda: asyncio.run(serve()), daemon=True)
+    thread.start()
+    assert started.wait(30)
+    with pytest.raises(HandoffFailed, match="stopped before it finished"):
+        hand_to_watch(config)
+    assert asked.is_set()
+    thread.join(30)
+
+
+def test_changed_on_disk_finds_what_no_event_told(vault, tmp_path):
+    vault_model = Vault.load(vault, store=tmp_path / "store")
+    assert changed_on_disk(vault_model, (), tmp_path / "store") == (set(), False)
+    note = vault / "people" / "Alan Turing.md"
+    note.write_text(note.read_text() + "\nMore.\n")
+    (vault / "New note.md").write_text("new\n")
+    (vault / "Index.md").unlink()
+    (vault / "picture.png").write_bytes(b"\x89PNG")
+    changed, whole = changed_on_disk(vault_model, (), tmp_path / "store")
+    assert (changed, whole) == ({"people/Alan Turing.md", "New note.md", "Index.md", "picture.png"}, False)
+    (vault / ".obsidian").mkdir(exist_ok=True)
+    (vault / ".obsidian" / "app.json").write_text(json.dumps({"userIgnoreFilters": ["daily/"]}))
+    assert changed_on_disk(vault_model, (), tmp_path / "store")[1] is True  # Excluded files: read it whole
+
+
+def test_the_settings_digest_leaves_the_store_to_decide_an_unnamed_local_model(tmp_path):
+    from wikirag.settings import follow_store_embedding
+
+    config = load_config(SAMPLE, store=tmp_path / "store")
+    assert not config.embedding_model_given
+    before = handoff.settings_digest(config)
+    follow_store_embedding(config, "local:some-older-model:256")  # what the watch does with the store's model
+    assert config.embedding.model == "local:some-older-model" and handoff.settings_digest(config) == before
+    named = replace(config, embedding_model_given=True)
+    assert handoff.settings_digest(named) != handoff.settings_digest(replace(named, embedding=replace(
+        named.embedding, model="another-model")))

@@ -1,0 +1,227 @@
+"""`wikirag index` hands its run to the `wikirag watch` (or `mcp --watch`) that is writing the store.
+
+A watch holds the store's writer lock for as long as it runs, so an `index` beside it could only be refused.
+Instead the watch listens on a local socket, and a plain `wikirag index` of the same vault, with the same
+settings and the same wikirag, asks it to bring the index up to date now. The watch takes its pending events
+and a stat scan of the vault (what changed since its last look, including what its events have not delivered
+yet: the request may arrive before the kernel's event for a save just made) as one batch, and answers with
+that batch's report. The run costs what a watch batch costs, with the vault, ledger and LightRAG already in
+memory, instead of a new process's imports and whole-vault work.
+
+The socket: on Linux in the abstract namespace (no file to leave behind when a watch is killed; a peer of
+another user is refused by its credentials); elsewhere a file in the workspace folder that only its owner may
+open; none on Windows, where `index` is refused by the lock as before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import os
+import socket
+import struct
+import sys
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from wikirag.errors import StoreLocked, WikiragError
+from wikirag.index.report import IndexReport
+from wikirag.settings import WikiragConfig
+
+_MAX_LINE = 1 << 20  # a request is a few hundred bytes; a report, with its issue lines, well under this
+SOCKET_FILENAME = "wikirag_watch.sock"
+
+
+class HandoffFailed(WikiragError):
+    """The watch took the run and could not finish it (its batch failed, or it stopped first)."""
+
+
+@dataclass
+class HandedRun:
+    pid: int  # the watch's process
+    report: IndexReport
+
+
+def address(config: WikiragConfig) -> str | None:
+    """Where the watch writing this store listens: one address per workspace, like the writer lock."""
+    if not hasattr(socket, "AF_UNIX"):
+        return None
+    if sys.platform.startswith("linux"):
+        key = f"{os.path.realpath(config.workspace_dir)}\0{config.workspace}".encode("utf-8", "surrogateescape")
+        return "\0wikirag-watch-" + hashlib.sha256(key).hexdigest()[:32]
+    path = str(config.workspace_dir / SOCKET_FILENAME)
+    return path if len(os.fsencode(path)) < 100 else None  # sun_path holds 104 bytes on macOS and the BSDs
+
+
+def settings_digest(config: WikiragConfig) -> str:
+    """A digest of everything that decides what an index run writes: the vault and store (as real paths), the
+    exclusions and every setting. A local model no setting names is left out: the store decides it
+    (settings.follow_store_embedding), for the watch and for a run of its own alike."""
+    embedding = config.embedding if config.embedding_model_given else replace(config.embedding, model="", dim=0)
+    same = replace(config, vault=Path(os.path.realpath(config.vault)), store=Path(os.path.realpath(config.store)),
+                   embedding=embedding)
+    text = json.dumps(asdict(same), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def code_stamp() -> str:
+    """The installed wikirag: its version, and its source files' count and newest change. A watch started
+    before an upgrade (or an edit of a development checkout) runs the old code and must not take the run."""
+    from wikirag import __version__
+
+    root = Path(__file__).resolve().parents[1]
+    count, newest = 0, 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+        for name in filenames:
+            if name.endswith(".py"):
+                count += 1
+                with contextlib.suppress(OSError):
+                    newest = max(newest, os.stat(os.path.join(dirpath, name)).st_mtime_ns)
+    return f"{__version__}:{count}:{newest}"
+
+
+def hand_to_watch(config: WikiragConfig) -> HandedRun | None:
+    """Ask the watch writing this store to run this index; None when no watch is listening (run it here).
+
+    Raises StoreLocked when a watch is there but follows another vault or runs with other settings or another
+    wikirag (it holds the store; stop it to index with these), and HandoffFailed when its batch failed."""
+    where = address(config)
+    if where is None:
+        return None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(where)
+    except OSError:  # no watch (refused, no socket file) or one that cannot be reached: run here
+        sock.close()
+        return None
+    request = {"vault": os.path.realpath(config.vault), "settings": settings_digest(config), "code": code_stamp()}
+    with sock:
+        sock.sendall(json.dumps(request).encode() + b"\n")
+        reply = _read_line(sock)
+    if reply is None:
+        raise HandoffFailed(f"{config.store}: the wikirag watch writing this store stopped before it finished "
+                            "this run; run `wikirag index` again")
+    data = json.loads(reply)
+    if "refused" in data:
+        raise StoreLocked(f"{config.store}: a wikirag watch (pid {data['pid']}) is writing this store and "
+                          f"{data['refused']}; stop it to index with these")
+    if "error" in data:
+        raise HandoffFailed(f"{config.store}: the wikirag watch writing this store (pid {data['pid']}) "
+                            f"could not finish this run: {data['error']}")
+    return HandedRun(pid=data["pid"], report=IndexReport(**data["report"]))
+
+
+def _read_line(sock: socket.socket) -> bytes | None:
+    """One newline-ended message, or None when the peer closed first."""
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        part = sock.recv(65536)
+        if not part:
+            return None
+        parts.append(part)
+        size += len(part)
+        if part.endswith(b"\n") or size > _MAX_LINE:
+            return b"".join(parts)
+
+
+class HandoffServer:
+    """The watch's side: accepts `index` requests on the store's address while the watch runs. The watch loop
+    takes them between batches (`take`), runs one batch for all it took, and answers each (`answer`)."""
+
+    def __init__(self, config: WikiragConfig) -> None:
+        self.vault = os.path.realpath(config.vault)
+        self.settings = settings_digest(config)
+        self.code = code_stamp()
+        self.address = address(config)
+        self.waiting: list[asyncio.Future[dict[str, Any]]] = []
+        self.wake = asyncio.Event()
+        self._server: asyncio.AbstractServer | None = None
+
+    async def start(self) -> None:
+        if self.address is None:
+            return
+        try:
+            if not self.address.startswith("\0"):
+                with contextlib.suppress(FileNotFoundError):  # a killed watch's socket file; the lock is ours now
+                    os.unlink(self.address)
+            self._server = await asyncio.start_unix_server(self._serve, path=self.address, limit=_MAX_LINE)
+            if not self.address.startswith("\0"):
+                os.chmod(self.address, 0o600)
+        except OSError:  # the watch works without it: an `index` beside it is then refused by the lock, as before
+            self._server = None
+
+    async def close(self) -> None:
+        for future in self.take():  # first: closing the server waits for its connections (Python 3.12)
+            future.cancel()  # each waiting client reads the connection's end: "stopped before it finished"
+        if self._server is not None:
+            self._server.close()
+            with contextlib.suppress(Exception):
+                await self._server.wait_closed()
+            if not self.address.startswith("\0"):  # type: ignore[union-attr]
+                with contextlib.suppress(OSError):
+                    os.unlink(self.address)  # type: ignore[arg-type]
+
+    async def pause(self, seconds: float) -> None:
+        """Sleep between the loop's looks, waking at once for a request."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.wake.wait(), seconds)
+
+    def take(self) -> list[asyncio.Future[dict[str, Any]]]:
+        """The requests waiting for a batch, handed to the caller, who must `answer` them."""
+        waiting, self.waiting = self.waiting, []
+        self.wake.clear()
+        return waiting
+
+    @staticmethod
+    def answer(requests: list[asyncio.Future[dict[str, Any]]], report: IndexReport | None = None,
+               error: str | None = None) -> None:
+        for future in requests:
+            if not future.done():
+                future.set_result({"report": asdict(report)} if report is not None else {"error": error})
+
+    def _refusal(self, request: dict[str, Any]) -> str | None:
+        if request.get("vault") != self.vault:
+            return f"follows another vault ({self.vault})"
+        if request.get("code") != self.code:
+            return "was started with another version of wikirag"
+        if request.get("settings") != self.settings:
+            return "runs with other settings (config file, environment, --llm, --route or --exclude)"
+        return None
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            if not _same_user(writer.get_extra_info("socket")):
+                return
+            request = json.loads(await reader.readline())
+            refusal = self._refusal(request) if isinstance(request, dict) else "was sent no request"
+            if refusal is None:
+                future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+                self.waiting.append(future)
+                self.wake.set()
+                reply = await future
+            else:
+                reply = {"refused": refusal}
+            writer.write(json.dumps({**reply, "pid": os.getpid()}, ensure_ascii=False).encode() + b"\n")
+            await writer.drain()
+        except (OSError, ValueError, asyncio.CancelledError, asyncio.LimitOverrunError):
+            pass  # a client gone, a malformed request, or the watch stopping: the connection just closes
+        finally:
+            writer.close()
+
+
+def _same_user(sock: Any) -> bool:
+    """Whether the peer runs as this user: an abstract socket is open to every user of the machine (Linux
+    tells us the peer's uid); a socket file is the owner's only already."""
+    if sock is None or not hasattr(socket, "SO_PEERCRED"):
+        return True
+    try:
+        _pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                             struct.calcsize("3i")))
+    except OSError:
+        return False
+    return uid == os.getuid()

@@ -1,0 +1,178 @@
+"""What the vault's file events touch: the paths a `watch` batch re-reads, the watcher's event collector, and
+bringing the in-memory vault up to date for those paths (`apply_paths`). `watch.py` runs the loop around them.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from watchdog.events import FileSystemEventHandler
+
+from wikirag.vault.ignore import IgnoreRules
+from wikirag.vault.model import Vault
+from wikirag.vault.on_disk import Listings
+from wikirag.vault.read import scan_files
+from wikirag.vault.symlinks import Symlinks
+
+# Editor and OS droppings that are never notes: swap, backup, temp and lock files.
+_IGNORED_SUFFIXES = (".swp", ".swo", ".swx", ".tmp", ".temp", ".crdownload", ".part", "~", ".bak")
+_IGNORED_NAMES = {".DS_Store", "Thumbs.db", "4913"}  # 4913: vim's write-permission probe file
+
+
+def ignored_path(rel: str) -> bool:
+    """True for paths the watcher never looks at (dot-folders like .obsidian and the store, temp files)."""
+    parts = rel.replace(os.sep, "/").split("/")
+    if any(p.startswith(".") for p in parts if p):
+        return True
+    name = parts[-1]
+    return (name in _IGNORED_NAMES or name.endswith(_IGNORED_SUFFIXES)
+            or (name.startswith("#") and name.endswith("#")) or name.startswith(".~lock."))
+
+
+
+class EventCollector(FileSystemEventHandler):
+    """Receives watchdog events on its thread; the watch loop drains them on its own.
+
+    An event names the real path that changed, so a note the scan reads through a symlink (Shortcut.md ->
+    real/Target.md, Shelf -> .shelf) changes under its target's path: the events' real paths are kept, and
+    the loop maps them to vault paths through the symlinks of the vault it holds (`touched`)."""
+
+    def __init__(self, root: Path, store: Path) -> None:
+        super().__init__()
+        self.root = str(root.resolve())
+        self.store = str(store.resolve())
+        self._lock = threading.Lock()
+        self._reals: set[str] = set()  # real paths of the events that touch the vault, since the last drain
+        self.last_event = 0.0
+        self.root_lost = False  # the vault folder itself was deleted or moved away: its watches are gone
+        self._symlinks = Symlinks()  # those of the vault the loop holds
+        # While the vault is read, events that touch nothing through the symlinks known so far are held: the
+        # read may find a link that reads them (the first read finds every link; a read made for a new link).
+        self._held: list[str] | None = []
+
+    def touched(self, reals: Iterable[str], symlinks: Symlinks) -> tuple[set[str], bool]:
+        """The vault paths (as on disk) that events at `reals` touch, their own and those of the links that read
+        them; and whether one can change which folders the scan walks through a link (then read the vault whole)."""
+        paths: set[str] = set()
+        relinked = False
+        for real in reals:
+            if real == self.store or real.startswith(self.store + os.sep):
+                continue
+            own = real[len(self.root) + 1:].replace(os.sep, "/") if real.startswith(self.root + os.sep) else ""
+            paths.update(p for p in (own, *symlinks.vault_paths(real)) if p and not ignored_path(p))
+            relinked = relinked or symlinks.relinks(real)
+        return paths, relinked
+
+    def dispatch(self, event: Any) -> None:
+        kind = getattr(event, "event_type", "")
+        # A folder's "modified" only says its listing changed; the children's own events follow.
+        if kind in {"opened", "closed_no_write"} or (kind == "modified" and event.is_directory):
+            return
+        reals = [os.path.normpath(os.fsdecode(raw)) for raw in (event.src_path, getattr(event, "dest_path", ""))
+                 if raw]
+        if kind in {"deleted", "moved"} and event.is_directory and reals and reals[0] == self.root:
+            self.root_lost = True
+        with self._lock:
+            for real in reals:
+                if self._matters(real, self._symlinks):
+                    self._reals.add(real)
+                    self.last_event = time.monotonic()
+                elif self._held is not None:
+                    self._held.append(real)
+
+    def _matters(self, real: str, symlinks: Symlinks) -> bool:
+        paths, relinked = self.touched([real], symlinks)
+        return bool(paths) or relinked
+
+    def reading(self) -> None:
+        """The loop starts reading the whole vault."""
+        with self._lock:
+            self._held = []
+
+    def follow(self, symlinks: Symlinks) -> None:
+        """The loop read the vault whole and holds these symlinks now: events held during the read that touch
+        the vault through them are taken."""
+        with self._lock:
+            self._symlinks = symlinks
+            held, self._held = self._held or [], None
+            for real in held:
+                if self._matters(real, symlinks):
+                    self._reals.add(real)
+                    self.last_event = time.monotonic()
+
+    def drain_if_quiet(self, quiet_seconds: float) -> set[str] | None:
+        """The real paths of the events since the last drain, once none came for `quiet_seconds`."""
+        with self._lock:
+            if not self._reals or time.monotonic() - self.last_event < quiet_seconds:
+                return None
+            reals, self._reals = self._reals, set()
+            return reals
+
+    def drain(self) -> set[str]:
+        """The real paths of every event since the last drain, quiet or not (an `index` handed to the watch)."""
+        with self._lock:
+            reals, self._reals = self._reals, set()
+            return reals
+
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._reals)
+
+
+def folder_identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of the folder, or None when there is none: a vault removed and made again is another."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino) if stat.S_ISDIR(info.st_mode) else None
+
+
+def apply_paths(vault: Vault, paths: set[str]) -> bool:
+    """Bring the in-memory vault up to date for the touched paths, reading the disk as it is now. True, with
+    the vault partly updated, when the paths make, remove or hold a symlink: which folders the scan walks
+    through links, and under which path, depends on the whole vault (real folders first, each folder once),
+    so the caller reads it whole."""
+    if any(vault.symlinks.touches(rel) or os.path.islink(vault.root / rel) for rel in paths):
+        return True
+    listings: Listings = {}  # the folders listed to find names spelled past ASCII, once a batch
+    for rel in sorted(paths):
+        abs_path = vault.root / rel
+        if abs_path.is_dir():
+            for dirpath, dirnames, filenames in os.walk(abs_path):
+                dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+                filenames = [f for f in filenames if not f.startswith(".")]
+                if any(os.path.islink(os.path.join(dirpath, name)) for name in (*dirnames, *filenames)):
+                    return True
+                for name in filenames:
+                    child = (Path(dirpath) / name).relative_to(vault.root).as_posix()
+                    if not ignored_path(child):
+                        vault.update_file(child, listings)
+        else:  # also a file gone, or every file under a removed/moved-away folder: another spelling may remain
+            vault.update_file(rel, listings)
+    return False
+
+
+def changed_on_disk(vault: Vault, exclude: Sequence[str], store: Path) -> tuple[set[str], bool]:
+    """The vault paths whose files differ from what `vault` holds, by a stat scan of the whole vault (no file
+    read): notes whose size or mtime changed since they were last scanned, notes and attachments come or gone.
+    True instead when the vault must be read whole: its symlinks, unreadable folders or ignore rules changed
+    (the watcher sees no event for `.obsidian/app.json`). The scan's stat data becomes the vault's."""
+    rules, _issues = IgnoreRules.for_vault(vault.root, exclude, store)
+    scan = scan_files(vault.root, rules)
+    if (rules.signature() != vault.rules.signature() or scan.symlinks != vault.symlinks
+            or scan.unreadable != vault.unreadable):
+        return set(), True
+    on_disk = {note.path: (note.size, note.mtime_ns) for note in scan.notes}
+    changed = {path for path, stat_data in on_disk.items()
+               if path not in vault.notes or vault.stats.get(path) != stat_data}
+    changed.update(path for path in vault.notes if path not in on_disk)
+    changed.update(set(scan.attachments) ^ vault.attachments)
+    vault.stats = on_disk  # what the batch now reads: a file changed after this scan brings an event of its own
+    return changed, False
