@@ -172,3 +172,37 @@ def test_the_settings_digest_leaves_the_store_to_decide_an_unnamed_local_model(t
     named = replace(config, embedding_model_given=True)
     assert handoff.settings_digest(named) != handoff.settings_digest(replace(named, embedding=replace(
         named.embedding, model="another-model")))
+
+
+def test_a_socket_file_where_there_is_no_abstract_namespace(vault, tmp_path, monkeypatch):
+    """macOS and the BSDs: a file in the workspace folder, its owner's only, removed when the watch stops;
+    one a killed watch left behind is replaced."""
+    from wikirag.index.report import IndexReport
+
+    monkeypatch.setattr(handoff.sys, "platform", "darwin")
+    config = load_config(vault, store=tmp_path / "s")
+    config.workspace_dir.mkdir(parents=True)
+    path = config.workspace_dir / handoff.SOCKET_FILENAME
+    assert handoff.address(config) == str(path)
+    path.write_text("left by a killed watch")
+    assert hand_to_watch(config) is None  # nobody listens there: the run happens here
+    started, seen = threading.Event(), {}
+
+    async def serve() -> None:  # a watch that answers the first request with a report of its own
+        server = HandoffServer(config)
+        await server.start()
+        seen["mode"] = path.stat().st_mode & 0o777
+        started.set()
+        while not server.waiting:
+            await asyncio.sleep(0.01)
+        server.answer(server.take(), IndexReport(str(vault), str(config.store), config.workspace, notes_changed=3))
+        await asyncio.sleep(0.2)
+        await server.close()
+
+    thread = threading.Thread(target=lambda: asyncio.run(serve()), daemon=True)
+    thread.start()
+    assert started.wait(30)
+    handed = hand_to_watch(config)
+    thread.join(30)
+    assert handed is not None and handed.report.notes_changed == 3 and seen["mode"] == 0o600
+    assert not path.exists()
