@@ -4,7 +4,10 @@ run of its own would give, and refuses it in one line when it follows other sett
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
+import socket
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -206,3 +209,33 @@ def test_a_socket_file_where_there_is_no_abstract_namespace(vault, tmp_path, mon
     thread.join(30)
     assert handed is not None and handed.report.notes_changed == 3 and seen["mode"] == 0o600
     assert not path.exists()
+
+
+@pytest.mark.skipif(not hasattr(socket, "SO_PEERCRED"), reason="Linux's peer credentials")
+def test_index_trusts_no_answer_from_another_users_socket(vault, tmp_path, monkeypatch):
+    """Any user may bind the abstract name first (it is computed from the store's path): `index` must not take
+    that process's "report" for a run of the watch, and runs here instead."""
+    config = load_config(vault, store=tmp_path / "store")
+    where = handoff.address(config)
+    assert where is not None and where.startswith("\0")
+    squatter = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    squatter.bind(where)
+    squatter.listen()
+    fake = {"pid": 1, "report": {"vault": str(vault), "store": "elsewhere", "workspace": "w", "notes_changed": 7}}
+
+    def answer() -> None:
+        with contextlib.suppress(OSError):
+            peer, _ = squatter.accept()
+            with peer:
+                peer.recv(65536)
+                peer.sendall(json.dumps(fake).encode() + b"\n")
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    real_uid = os.getuid()
+    monkeypatch.setattr(handoff.os, "getuid", lambda: real_uid + 1)  # the listener is "another user"
+    try:
+        assert hand_to_watch(config) is None
+    finally:
+        squatter.close()
+        thread.join(30)

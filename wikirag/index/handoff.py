@@ -9,7 +9,8 @@ that batch's report. The run costs what a watch batch costs, with the vault, led
 memory, instead of a new process's imports and whole-vault work.
 
 The socket: on Linux in the abstract namespace (no file to leave behind when a watch is killed; a peer of
-another user is refused by its credentials); elsewhere a file in the workspace folder that only its owner may
+another user is refused by its credentials, at either end: `index` trusts no answer from another user's
+socket bound to the name first); elsewhere a file in the workspace folder that only its owner may
 open; none on Windows, where `index` is refused by the lock as before.
 """
 
@@ -96,6 +97,9 @@ def hand_to_watch(config: WikiragConfig) -> HandedRun | None:
     try:
         sock.connect(where)
     except OSError:  # no watch (refused, no socket file) or one that cannot be reached: run here
+        sock.close()
+        return None
+    if not _same_user(sock):  # any user may bind an abstract name first: its answer would stand for the run's
         sock.close()
         return None
     request = {"vault": os.path.realpath(config.vault), "settings": settings_digest(config), "code": code_stamp()}
@@ -215,8 +219,9 @@ class HandoffServer:
 
 
 def _same_user(sock: Any) -> bool:
-    """Whether the peer runs as this user: an abstract socket is open to every user of the machine (Linux
-    tells us the peer's uid); a socket file is the owner's only already."""
+    """Whether the peer runs as this user: an abstract socket is open to every user of the machine, and its
+    name to whoever binds it first (Linux tells each end the other's uid); a socket file is the owner's only
+    already."""
     if sock is None or not hasattr(socket, "SO_PEERCRED"):
         return True
     try:
