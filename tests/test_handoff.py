@@ -239,3 +239,94 @@ def test_index_trusts_no_answer_from_another_users_socket(vault, tmp_path, monke
     finally:
         squatter.close()
         thread.join(30)
+
+
+@HANDOFF
+def test_a_stopping_watch_ends_every_connection(vault, tmp_path):
+    """A client that has not sent its request yet is let go too: left waiting, it kept the watch from stopping
+    (Python 3.12's wait_closed waits for every connection) or, where the loop lives on, waited for ever."""
+    config = load_config(vault, store=tmp_path / "store")
+    config.workspace_dir.mkdir(parents=True)
+    started, closed, done = threading.Event(), threading.Event(), threading.Event()
+
+    async def serve() -> None:
+        server = HandoffServer(config)
+        await server.start()
+        started.set()
+        while not server.waiting:  # the second client's request: the first one is connected by now
+            await asyncio.sleep(0.01)
+        await server.close()
+        closed.set()
+        while not done.is_set():  # the process goes on (mcp --watch serves until its client leaves)
+            await asyncio.sleep(0.01)
+
+    thread = threading.Thread(target=lambda: asyncio.run(serve()), daemon=True)
+    thread.start()
+    assert started.wait(30)
+    idle = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        idle.connect(handoff.address(config))
+        with pytest.raises(HandoffFailed, match="stopped before it finished"):
+            hand_to_watch(config)
+        assert closed.wait(30), "the watch's server did not close"
+        idle.settimeout(30)
+        assert idle.recv(1) == b""  # the connection's end, not a wait for ever
+    finally:
+        idle.close()
+        done.set()
+        thread.join(30)
+
+
+@HANDOFF
+def test_a_watch_cancelled_during_the_handed_run_lets_index_go(vault, tmp_path, monkeypatch):
+    """mcp --watch cancels its watch when the watch does not stop within 10 s: the request its batch had taken
+    must end with the connection, not wait for an answer that never comes."""
+    from tests.storekit import HashEmbedding
+    from wikirag.index import watch
+
+    real = watch.index_vault
+    calls, running, done = [], threading.Event(), threading.Event()
+
+    async def hanging_after_the_initial_run(*args, **kwargs):
+        calls.append(1)
+        if len(calls) > 1:
+            running.set()
+            await asyncio.Event().wait()  # a batch that goes on until cancelled
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(watch, "index_vault", hanging_after_the_initial_run)
+    config = load_config(vault, store=tmp_path / "store")
+    ready = threading.Event()
+
+    async def run_and_cancel() -> None:
+        task = asyncio.create_task(watch.watch_vault(config, on_initial=lambda r: ready.set(), poll_seconds=0.05,
+                                                     embedding_func=HashEmbedding().func()))
+        while not running.is_set():
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        while not done.is_set():  # the process goes on
+            await asyncio.sleep(0.01)
+
+    watcher = threading.Thread(target=lambda: asyncio.run(run_and_cancel()), daemon=True)
+    watcher.start()
+    assert ready.wait(60)
+    outcome: list[BaseException | None] = []
+
+    def ask() -> None:
+        try:
+            hand_to_watch(config)
+            outcome.append(None)
+        except BaseException as exc:  # noqa: BLE001  (surfaced below)
+            outcome.append(exc)
+
+    client = threading.Thread(target=ask, daemon=True)
+    client.start()
+    client.join(30)
+    answered = not client.is_alive()  # while the watch's process still runs
+    done.set()
+    watcher.join(30)
+    client.join(30)
+    assert answered and len(outcome) == 1
+    assert isinstance(outcome[0], HandoffFailed) and "stopped before it finished" in str(outcome[0])

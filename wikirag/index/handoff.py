@@ -145,6 +145,8 @@ class HandoffServer:
         self.waiting: list[asyncio.Future[dict[str, Any]]] = []
         self.wake = asyncio.Event()
         self._server: asyncio.AbstractServer | None = None
+        self._connections: set[asyncio.Task[None]] = set()  # each connection's task, ended by `close`
+        self._closing = False
 
     async def start(self) -> None:
         if self.address is None:
@@ -160,12 +162,21 @@ class HandoffServer:
             self._server = None
 
     async def close(self) -> None:
-        for future in self.take():  # first: closing the server waits for its connections (Python 3.12)
-            future.cancel()  # each waiting client reads the connection's end: "stopped before it finished"
+        """Stop listening and end every connection: a client waiting for a run reads the connection's end
+        ("stopped before it finished"). Every one, not only the requests still waiting: a client that has not
+        sent its request yet, or a request taken by a batch the watch's cancellation cut short, would wait for
+        ever, and from Python 3.12 on `wait_closed` waits for them, so the watch could not stop."""
+        self._closing = True
+        self.take()
         if self._server is not None:
             self._server.close()
-            with contextlib.suppress(Exception):
-                await self._server.wait_closed()
+        while self._connections:
+            for task in self._connections:
+                task.cancel()
+            await asyncio.gather(*self._connections, return_exceptions=True)
+        if self._server is not None:
+            with contextlib.suppress(Exception):  # a connection accepted as the server closed ends by itself
+                await asyncio.wait_for(self._server.wait_closed(), 5)
             if not self.address.startswith("\0"):  # type: ignore[union-attr]
                 with contextlib.suppress(OSError):
                     os.unlink(self.address)  # type: ignore[arg-type]
@@ -198,8 +209,11 @@ class HandoffServer:
         return None
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._connections.add(task)
         try:
-            if not _same_user(writer.get_extra_info("socket")):
+            if self._closing or not _same_user(writer.get_extra_info("socket")):
                 return
             request = json.loads(await reader.readline())
             refusal = self._refusal(request) if isinstance(request, dict) else "was sent no request"
@@ -212,9 +226,10 @@ class HandoffServer:
                 reply = {"refused": refusal}
             writer.write(json.dumps({**reply, "pid": os.getpid()}, ensure_ascii=False).encode() + b"\n")
             await writer.drain()
-        except (OSError, ValueError, asyncio.CancelledError, asyncio.LimitOverrunError):
-            pass  # a client gone, a malformed request, or the watch stopping: the connection just closes
+        except (OSError, ValueError, RecursionError, asyncio.CancelledError, asyncio.LimitOverrunError):
+            pass  # a client gone, a malformed (or deeply nested) request, or the watch stopping: it just closes
         finally:
+            self._connections.discard(task)
             writer.close()
 
 
