@@ -9,6 +9,7 @@ import json
 import os
 import socket
 import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -330,3 +331,66 @@ def test_a_watch_cancelled_during_the_handed_run_lets_index_go(vault, tmp_path, 
     client.join(30)
     assert answered and len(outcome) == 1
     assert isinstance(outcome[0], HandoffFailed) and "stopped before it finished" in str(outcome[0])
+
+
+def _answer_once(config, report) -> threading.Thread:
+    """A watch's server on a thread that answers the first request with `report`, then closes."""
+    started = threading.Event()
+
+    async def serve() -> None:
+        server = HandoffServer(config)
+        await server.start()
+        started.set()
+        while not server.waiting:
+            await asyncio.sleep(0.01)
+        server.answer(server.take(), report)
+        await asyncio.sleep(0.2)
+        await server.close()
+
+    thread = threading.Thread(target=lambda: asyncio.run(serve()), daemon=True)
+    thread.start()
+    assert started.wait(30)
+    return thread
+
+
+@HANDOFF
+def test_a_report_of_any_size_and_any_file_name_comes_back_whole(vault, tmp_path):
+    """A report lists every issue line of the vault (a large vault with broken frontmatter everywhere: megabytes),
+    and a path may be no UTF-8 (a lone surrogate): the client read 1 MiB and failed to parse it, and the watch
+    could not encode the other and dropped the connection."""
+    from wikirag.index.report import IndexReport
+
+    config = load_config(vault, store=tmp_path / "store")
+    config.workspace_dir.mkdir(parents=True)
+    issues = [f"notes/imported note {n:05}.md: frontmatter is not valid YAML (line 2, column 7)"
+              for n in range(20_000)]  # 1.6 MB
+    for report in (IndexReport(str(vault), str(config.store), config.workspace, issues=issues),
+                   IndexReport(str(vault) + "/caf\udce9", str(config.store), config.workspace, notes_new=1)):
+        thread = _answer_once(config, report)
+        handed = hand_to_watch(config)
+        thread.join(30)
+        assert handed is not None and handed.report == report
+
+
+@HANDOFF
+def test_a_watch_gone_before_it_read_the_request_is_a_one_line_error(vault, tmp_path):
+    """Killed between accepting and reading (its unread request resets the connection): ConnectionResetError
+    went up as a traceback."""
+    config = load_config(vault, store=tmp_path / "store")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(handoff.address(config))
+    listener.listen()
+
+    def accept_and_drop() -> None:
+        peer, _ = listener.accept()
+        time.sleep(0.2)  # the request is in its buffer, unread
+        peer.close()
+
+    thread = threading.Thread(target=accept_and_drop, daemon=True)
+    thread.start()
+    try:
+        with pytest.raises(HandoffFailed, match="stopped before it finished"):
+            hand_to_watch(config)
+    finally:
+        thread.join(30)
+        listener.close()

@@ -32,7 +32,7 @@ from wikirag.errors import StoreLocked, WikiragError
 from wikirag.index.report import IndexReport
 from wikirag.settings import WikiragConfig
 
-_MAX_LINE = 1 << 20  # a request is a few hundred bytes; a report, with its issue lines, well under this
+_MAX_LINE = 1 << 20  # the longest request the watch reads: one is a few hundred bytes
 SOCKET_FILENAME = "wikirag_watch.sock"
 
 
@@ -103,9 +103,12 @@ def hand_to_watch(config: WikiragConfig) -> HandedRun | None:
         sock.close()
         return None
     request = {"vault": os.path.realpath(config.vault), "settings": settings_digest(config), "code": code_stamp()}
-    with sock:
-        sock.sendall(json.dumps(request).encode() + b"\n")
-        reply = _read_line(sock)
+    try:
+        with sock:
+            sock.sendall(json.dumps(request).encode() + b"\n")
+            reply = _read_line(sock)
+    except OSError:  # reset: the watch was killed (or closed) before it read the request
+        reply = None
     if reply is None:
         raise HandoffFailed(f"{config.store}: the wikirag watch writing this store stopped before it finished "
                             "this run; run `wikirag index` again")
@@ -120,16 +123,15 @@ def hand_to_watch(config: WikiragConfig) -> HandedRun | None:
 
 
 def _read_line(sock: socket.socket) -> bytes | None:
-    """One newline-ended message, or None when the peer closed first."""
+    """One newline-ended message, or None when the peer closed first. No size limit: the peer is a watch of
+    this user, and a report lists every issue line of the vault (megabytes in a large one)."""
     parts: list[bytes] = []
-    size = 0
     while True:
-        part = sock.recv(65536)
+        part = sock.recv(1 << 20)
         if not part:
             return None
         parts.append(part)
-        size += len(part)
-        if part.endswith(b"\n") or size > _MAX_LINE:
+        if part.endswith(b"\n"):
             return b"".join(parts)
 
 
@@ -224,7 +226,8 @@ class HandoffServer:
                 reply = await future
             else:
                 reply = {"refused": refusal}
-            writer.write(json.dumps({**reply, "pid": os.getpid()}, ensure_ascii=False).encode() + b"\n")
+            # ASCII: a path that is no UTF-8 (a lone surrogate in Python) travels as an escape and comes back
+            writer.write(json.dumps({**reply, "pid": os.getpid()}).encode() + b"\n")
             await writer.drain()
         except (OSError, ValueError, RecursionError, asyncio.CancelledError, asyncio.LimitOverrunError):
             pass  # a client gone, a malformed (or deeply nested) request, or the watch stopping: it just closes
