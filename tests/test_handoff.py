@@ -394,3 +394,21 @@ def test_a_watch_gone_before_it_read_the_request_is_a_one_line_error(vault, tmp_
     finally:
         thread.join(30)
         listener.close()
+
+
+def test_the_settings_digest_is_the_same_through_a_symlink_and_for_any_password_source(tmp_path):
+    """The embedded server's folder is an absolute path, not a real one: an `index ~/Notes` (a link to the
+    synced folder) beside an `mcp --watch` (which resolves its vault) was refused as "other settings". The
+    password (a secret) is no setting of what is written: PGPASSWORD in a shell, the DSN in a service."""
+    real = copy_vault(SAMPLE, tmp_path / "sync" / "Notes")
+    link = tmp_path / "Notes"
+    link.symlink_to(real)
+    embedded = {"WIKIRAG_STORAGE_BACKEND": "embedded"}
+    assert (handoff.settings_digest(load_config(link, environ=embedded))
+            == handoff.settings_digest(load_config(real, environ=embedded)))
+    postgres = {"WIKIRAG_STORAGE_BACKEND": "postgres", "POSTGRES_HOST": "db.example"}
+    assert (handoff.settings_digest(load_config(real, environ={**postgres, "PGPASSWORD": "s3cret-one"}))
+            == handoff.settings_digest(load_config(real, environ={
+                **postgres, "WIKIRAG_POSTGRES_DSN": "postgresql://postgres:s3cret-one@db.example/postgres"})))
+    assert (handoff.settings_digest(load_config(real, environ=postgres))  # a setting that is one still counts
+            != handoff.settings_digest(load_config(real, environ={**postgres, "POSTGRES_DATABASE": "other"})))

@@ -60,10 +60,16 @@ def address(config: WikiragConfig) -> str | None:
 def settings_digest(config: WikiragConfig) -> str:
     """A digest of everything that decides what an index run writes: the vault and store (as real paths), the
     exclusions and every setting. A local model no setting names is left out: the store decides it
-    (settings.follow_store_embedding), for the watch and for a run of its own alike."""
+    (settings.follow_store_embedding), for the watch and for a run of its own alike. So are the database
+    password and the variable it came from (a secret, and not what is written), and the embedded server's
+    folder and socket, which follow from the store and workspace (an absolute path, not a real one: a vault
+    named through a symlink gave another digest)."""
     embedding = config.embedding if config.embedding_model_given else replace(config.embedding, model="", dim=0)
+    storage = replace(config.storage, password="", password_source="")
+    if storage.embedded:
+        storage = replace(storage, data_dir="", host="")
     same = replace(config, vault=Path(os.path.realpath(config.vault)), store=Path(os.path.realpath(config.store)),
-                   embedding=embedding)
+                   embedding=embedding, storage=storage)
     text = json.dumps(asdict(same), sort_keys=True, default=str)
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
 
