@@ -191,7 +191,7 @@ class HandoffServer:
 
     async def pause(self, seconds: float) -> None:
         """Sleep between the loop's looks, waking at once for a request."""
-        with contextlib.suppress(TimeoutError):
+        with contextlib.suppress(asyncio.TimeoutError):  # not yet the builtin TimeoutError on Python 3.10
             await asyncio.wait_for(self.wake.wait(), seconds)
 
     def take(self) -> list[asyncio.Future[dict[str, Any]]]:
