@@ -412,3 +412,17 @@ def test_the_settings_digest_is_the_same_through_a_symlink_and_for_any_password_
                 **postgres, "WIKIRAG_POSTGRES_DSN": "postgresql://postgres:s3cret-one@db.example/postgres"})))
     assert (handoff.settings_digest(load_config(real, environ=postgres))  # a setting that is one still counts
             != handoff.settings_digest(load_config(real, environ={**postgres, "POSTGRES_DATABASE": "other"})))
+
+
+def test_a_socket_file_in_a_workspace_folder_not_made_yet(vault, tmp_path, monkeypatch):
+    """macOS and the BSDs, on PostgreSQL: the watch listens before its engine makes the workspace folder (the
+    file lock made it on the file backend), so a first watch of a store listened nowhere."""
+    from wikirag.index.report import IndexReport
+
+    monkeypatch.setattr(handoff.sys, "platform", "darwin")
+    config = load_config(vault, store=tmp_path / "s")
+    assert not config.workspace_dir.exists()
+    thread = _answer_once(config, IndexReport(str(vault), str(config.store), config.workspace, notes_new=2))
+    handed = hand_to_watch(config)
+    thread.join(30)
+    assert handed is not None and handed.report.notes_new == 2

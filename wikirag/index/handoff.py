@@ -161,6 +161,8 @@ class HandoffServer:
             return
         try:
             if not self.address.startswith("\0"):
+                # On PostgreSQL the workspace folder may not be there yet: the engine makes it after this
+                os.makedirs(os.path.dirname(self.address), exist_ok=True)
                 with contextlib.suppress(FileNotFoundError):  # a killed watch's socket file; the lock is ours now
                     os.unlink(self.address)
             self._server = await asyncio.start_unix_server(self._serve, path=self.address, limit=_MAX_LINE)
