@@ -369,7 +369,7 @@ def test_a_report_of_any_size_and_any_file_name_comes_back_whole(vault, tmp_path
         thread = _answer_once(config, report)
         handed = hand_to_watch(config)
         thread.join(30)
-        assert handed is not None and handed.report == report
+        assert handed is not None and replace(handed.report, vault=report.vault) == report
 
 
 @HANDOFF
@@ -426,3 +426,16 @@ def test_a_socket_file_in_a_workspace_folder_not_made_yet(vault, tmp_path, monke
     handed = hand_to_watch(config)
     thread.join(30)
     assert handed is not None and handed.report.notes_new == 2
+
+
+@HANDOFF
+def test_the_handed_report_names_the_vault_and_store_as_index_was_given_them(vault, tmp_path):
+    """`index --json` prints the paths a run of its own would: not those of a watch started as `watch .`."""
+    from wikirag.index.report import IndexReport
+
+    config = load_config(vault, store=tmp_path / "store")
+    config.workspace_dir.mkdir(parents=True)
+    thread = _answer_once(config, IndexReport(".", ".wikirag", config.workspace, notes_changed=1))
+    handed = hand_to_watch(config)
+    thread.join(30)
+    assert handed is not None and (handed.report.vault, handed.report.store) == (str(vault), str(config.store))

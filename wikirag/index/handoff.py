@@ -125,7 +125,9 @@ def hand_to_watch(config: WikiragConfig) -> HandedRun | None:
     if "error" in data:
         raise HandoffFailed(f"{config.store}: the wikirag watch writing this store (pid {data['pid']}) "
                             f"could not finish this run: {data['error']}")
-    return HandedRun(pid=data["pid"], report=IndexReport(**data["report"]))
+    # The vault and store as this `index` was given them, as a run of its own reports them (`watch .` says ".")
+    report = IndexReport(**{**data["report"], "vault": str(config.vault), "store": str(config.store)})
+    return HandedRun(pid=data["pid"], report=report)
 
 
 def _read_line(sock: socket.socket) -> bytes | None:
