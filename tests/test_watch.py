@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import signal
@@ -554,3 +555,17 @@ def test_watch_finishes_a_rebuild_killed_mid_wipe_before_it_opens_the_store(vaul
         pass
     assert snapshot(watcher.config) == fresh_snapshot(vault, tmp_path / "fresh")
     assert not (config.workspace_dir / "wikirag_rebuild.json").exists()
+
+
+def test_excluded_files_changed_in_obsidian_end_as_a_fresh_index(vault, tmp_path):
+    """Obsidian keeps its Excluded files in .obsidian/app.json, a dot-folder the watcher reads no note from:
+    a change there decides which notes count, so the watcher reads the vault whole with the new rules."""
+    app_json = vault / ".obsidian" / "app.json"
+    with Watcher(vault, tmp_path / "store") as watcher:
+        settings = json.loads(app_json.read_text()) if app_json.exists() else {}
+        app_json.parent.mkdir(exist_ok=True)
+        app_json.write_text(json.dumps({**settings, "userIgnoreFilters": ["daily/"]}))
+        watcher.settle()
+        watched = snapshot(watcher.config)
+    assert not any(path.startswith("daily/") for path in ledger_doc(watcher.config.workspace_dir)["notes"])
+    assert watched == fresh_snapshot(vault, tmp_path / "fresh")

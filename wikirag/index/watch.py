@@ -28,11 +28,12 @@ from wikirag.index.rebuild import rebuild_pending
 from wikirag.index.report import IndexReport
 from wikirag.index.run import RunState, StoreLock, hinting_llm, index_vault, open_store_engine
 from wikirag.index.store_model import adopt_store_embedding
-from wikirag.index.watch_events import EventCollector, apply_paths, changed_on_disk, folder_identity
+from wikirag.index.watch_events import EventCollector, apply_paths, changed_on_disk, folder_identity, rules_changed
 from wikirag.lightrag.embeddings import EmbeddingCounter
 from wikirag.lightrag.engine import check_vector_width, preload_embedder
 from wikirag.redaction import redact
 from wikirag.settings import WikiragConfig
+from wikirag.vault.ignore import IgnoreRules
 from wikirag.vault.model import Vault
 
 FULL_RESCAN_ABOVE = 2000  # a batch touching more paths than this re-reads the whole vault instead
@@ -152,6 +153,9 @@ async def watch_vault(
                         observer.unschedule_all()
                         observer.schedule(collector, str(config.vault.resolve()), recursive=True)
                         root, rescan = now, True
+                    if collector.take_settings_touched() and rules_changed(
+                            vault, IgnoreRules.for_vault(config.vault, config.exclude, config.store)[0]):
+                        rescan = True  # Obsidian's Excluded files changed: read the vault whole with the new ones
                     asked = handoff.take()  # an `index` handed over: a batch now, of everything that changed
                     reals = collector.drain() if asked else collector.drain_if_quiet(quiet_seconds)
                     if not reals and not asked and not retry.due() and not failures.due() and not rescan:

@@ -14,7 +14,7 @@ from typing import Any
 
 from watchdog.events import FileSystemEventHandler
 
-from wikirag.vault.ignore import IgnoreRules
+from wikirag.vault.ignore import APP_JSON, IgnoreRules
 from wikirag.vault.model import Vault
 from wikirag.vault.on_disk import Listings
 from wikirag.vault.read import scan_files
@@ -55,6 +55,9 @@ class EventCollector(FileSystemEventHandler):
         # While the vault is read, events that touch nothing through the symlinks known so far are held: the
         # read may find a link that reads them (the first read finds every link; a read made for a new link).
         self._held: list[str] | None = []
+        # Obsidian's Excluded files: in a dot-folder no note is read from, yet they decide which notes count
+        self._app_json = os.path.join(self.root, *APP_JSON.split("/"))
+        self._settings_touched = False
 
     def touched(self, reals: Iterable[str], symlinks: Symlinks) -> tuple[set[str], bool]:
         """The vault paths (as on disk) that events at `reals` touch, their own and those of the links that read
@@ -78,6 +81,9 @@ class EventCollector(FileSystemEventHandler):
                  if raw]
         if kind in {"deleted", "moved"} and event.is_directory and reals and reals[0] == self.root:
             self.root_lost = True
+        if any(real in (self._app_json, os.path.dirname(self._app_json)) for real in reals):
+            with self._lock:
+                self._settings_touched = True
         with self._lock:
             for real in reals:
                 if self._matters(real, self._symlinks):
@@ -113,6 +119,12 @@ class EventCollector(FileSystemEventHandler):
                 return None
             reals, self._reals = self._reals, set()
             return reals
+
+    def take_settings_touched(self) -> bool:
+        """Whether `.obsidian/app.json` (or its folder) changed since the last call."""
+        with self._lock:
+            touched, self._settings_touched = self._settings_touched, False
+            return touched
 
     def drain(self) -> set[str]:
         """The real paths of every event since the last drain, quiet or not (an `index` handed to the watch)."""
@@ -162,12 +174,11 @@ def apply_paths(vault: Vault, paths: set[str]) -> bool:
 def changed_on_disk(vault: Vault, exclude: Sequence[str], store: Path) -> tuple[set[str], bool]:
     """The vault paths whose files differ from what `vault` holds, by a stat scan of the whole vault (no file
     read): notes whose size or mtime changed since they were last scanned, notes and attachments come or gone.
-    True instead when the vault must be read whole: its symlinks, unreadable folders or ignore rules changed
-    (the watcher sees no event for `.obsidian/app.json`). The scan's stat data becomes the vault's."""
+    True instead when the vault must be read whole: its symlinks, unreadable folders or ignore rules changed.
+    The scan's stat data becomes the vault's."""
     rules, _issues = IgnoreRules.for_vault(vault.root, exclude, store)
     scan = scan_files(vault.root, rules)
-    if (rules.signature() != vault.rules.signature() or scan.symlinks != vault.symlinks
-            or scan.unreadable != vault.unreadable):
+    if rules_changed(vault, rules) or scan.symlinks != vault.symlinks or scan.unreadable != vault.unreadable:
         return set(), True
     on_disk = {note.path: (note.size, note.mtime_ns) for note in scan.notes}
     changed = {path for path, stat_data in on_disk.items()
@@ -176,3 +187,9 @@ def changed_on_disk(vault: Vault, exclude: Sequence[str], store: Path) -> tuple[
     changed.update(set(scan.attachments) ^ vault.attachments)
     vault.stats = on_disk  # what the batch now reads: a file changed after this scan brings an event of its own
     return changed, False
+
+
+def rules_changed(vault: Vault, rules: IgnoreRules) -> bool:
+    """Whether `rules` (made now, from `--exclude` and `.obsidian/app.json`) ignore other paths than those the
+    vault was read with: then which notes count is the whole vault's to say, and it is read whole."""
+    return rules.signature() != vault.rules.signature()
