@@ -6,10 +6,11 @@
 3. the workspace's PostgreSQL rows, ledger included, in one transaction (storage.ledger_store.drop_workspace);
 4. wikirag's and LightRAG's files, wikirag's index database (the ledger on files) first (storage.fs);
 5. the workspace on the servers LightRAG's storages are passed through to (lightrag.server_drop);
-6. the marker.
+6. what the rebuild carries (a submitted batch) into the new ledger's head;
+7. the marker.
 
 The ledger goes before the servers are emptied: a ledger that outlived them would say every note is written.
-A run that finds the marker was cut short somewhere in 3-5: `index` does the whole wipe again before it reads
+A run that finds the marker was cut short somewhere in 3-6: `index` does the whole wipe again before it reads
 anything (each step is harmless to repeat) and then indexes every note, so the servers never keep what the
 earlier index wrote beside the rebuilt one. `watch` does the same before it opens LightRAG's storages.
 """
@@ -21,6 +22,7 @@ import json
 from typing import Any
 
 from wikirag.errors import StoreMismatch
+from wikirag.index.ledger import Ledger
 from wikirag.index.manifest import drop_manifest
 from wikirag.lightrag.server_drop import drop_server_storages
 from wikirag.settings import WikiragConfig
@@ -79,8 +81,18 @@ async def wipe_workspace(config: WikiragConfig, *, keep_llm_cache: bool, embeddi
         drop_workspace(config.storage, config.workspace, keep=LLM_CACHE_TABLES if keep_llm_cache else ())
     wipe_store_files(config.workspace_dir, keep=(*(LLM_CACHE_FILES if keep_llm_cache else ()), REBUILD_MARKER))
     await drop_server_storages(config, keep_llm_cache=keep_llm_cache, embedding_func=embedding_func)
+    if carried:  # before the marker goes: a kill between the two would lose a batch paid for (its notes asked again)
+        _carry_over(config, carried)
     (config.workspace_dir / REBUILD_MARKER).unlink()
     return carried
+
+
+def _carry_over(config: WikiragConfig, carried: dict[str, Any]) -> None:
+    """Write what the rebuild carries into the new (empty) ledger's head, where the run would put it only at its
+    first save. A ledger with no note in it: the next run, rebuild or not, writes every note."""
+    ledger = Ledger.load(ledger_store(config.storage, config.workspace_dir, config.workspace))
+    ledger.meta.update(carried)
+    ledger.save()
 
 
 def _carried(config: WikiragConfig) -> dict[str, Any]:
