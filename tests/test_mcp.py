@@ -158,6 +158,44 @@ async def test_watch_keeps_the_served_index_following_the_vault(tmp_path):
         assert found == ["Alpha.md"]
 
 
+@pytest.mark.anyio
+async def test_watch_finishes_a_rebuild_cut_short_with_the_settings_new_model(tmp_path, monkeypatch):
+    """The embedding model changed in the settings, then `index --rebuild` was killed before it deleted the
+    ledger: `mcp --watch` refused to start (the old ledger's model against the settings', "run `wikirag index
+    --rebuild`"), though the watch it runs finishes the marked rebuild with the settings' model."""
+    import anyio
+
+    from wikirag.index import rebuild
+    from wikirag.index.run import index_vault
+    from wikirag.storage.ledger_store import recorded_meta
+
+    other = "local:all-MiniLM-L6-v2-onnx-int8"  # the default model's float twin: another identity, 384 wide
+    vault = copy_vault(SAMPLE, tmp_path / "vault")
+    await index_vault(load_config(vault), embedding_func=HashEmbedding().func())
+    monkeypatch.setenv("WIKIRAG_EMBEDDING", other)
+    config = load_config(vault)
+    assert recorded_meta(config.storage, config.workspace_dir, config.workspace)["embedding"] != f"{other}:384"
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt("killed before the ledger was deleted")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(rebuild, "wipe_store_files", killed)
+        with pytest.raises(KeyboardInterrupt):
+            await index_vault(config, rebuild=True, embedding_func=HashEmbedding().func())
+    assert (config.workspace_dir / rebuild.REBUILD_MARKER).exists()
+    params = _params(vault)
+    params.args.append("--watch")
+    params.env["WIKIRAG_EMBEDDING"] = other
+    with anyio.fail_after(300):
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            status = (await session.call_tool("status", {})).structured_content
+    assert status["watching"] is True and status["notes"] > 40
+    assert recorded_meta(config.storage, config.workspace_dir, config.workspace)["embedding"] == f"{other}:384"
+    assert not (config.workspace_dir / rebuild.REBUILD_MARKER).exists()
+
+
 def test_mcp_watch_beside_another_writer_is_one_line(tmp_path):
     from typer.testing import CliRunner
 

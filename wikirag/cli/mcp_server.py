@@ -104,6 +104,22 @@ def _origins(engine: WarmEngine) -> tuple[dict[tuple[str, str], str], dict[str, 
     return pairs, entities
 
 
+def _ledger_ready(config: WikiragConfig) -> bool:
+    """Whether the store has a ledger to serve: not while a rebuild cut short is marked (the watch finishes it,
+    and the old ledger, on another model maybe, is about to go). A store object of its own each time: one kept
+    open still reads the database file the wipe deleted."""
+    from wikirag.index.rebuild import rebuild_pending
+    from wikirag.storage.ledger_store import ledger_store
+
+    if rebuild_pending(config) is not None:
+        return False
+    store = ledger_store(config.storage, config.workspace_dir, config.workspace)
+    try:
+        return store.exists()
+    finally:
+        getattr(store, "close", lambda: None)()
+
+
 def build_server(config: WikiragConfig, *, watch: bool = False, llm_func: Any = None,
                  **engine_kwargs: Any) -> MCPServer:
     """The MCP server for one store; `engine_kwargs` go to LightRAG's engine (tests pass a hash embedder)."""
@@ -116,11 +132,8 @@ def build_server(config: WikiragConfig, *, watch: bool = False, llm_func: Any = 
             from wikirag.index.watch import watch_vault
 
             watcher = asyncio.create_task(watch_vault(config, stop=stop, on_batch=_log_batch, **engine_kwargs))
-            from wikirag.storage.ledger_store import ledger_store
-
-            store = ledger_store(config.storage, config.workspace_dir, config.workspace)
-            while not store.exists() and not watcher.done():  # a first index is still being built
-                await asyncio.sleep(0.2)
+            while not _ledger_ready(config) and not watcher.done():  # a first index, or a rebuild cut short
+                await asyncio.sleep(0.2)  # being finished, is still being built
             if watcher.done() and watcher.exception() is not None:
                 raise watcher.exception()
         async with WarmEngine(config, **engine_kwargs) as engine:

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from wikirag.errors import StoreMismatch
+from wikirag.index.rebuild import rebuild_pending
 from wikirag.lightrag.embeddings import LOCAL_MODELS, MINILM_DIM
 from wikirag.lightrag.engine import embedding_spec
 from wikirag.settings import WikiragConfig, follow_store_embedding
@@ -26,7 +27,11 @@ def adopt_store_embedding(config: WikiragConfig, *, writer: bool = False) -> str
     the settings name is refused in one line (StoreMismatch): a reader would embed questions that its vectors
     cannot be compared with (LightRAG's vector store failed with an assertion). A `writer` (index, watch) is
     also refused a store whose servers are not the ones the settings name (require_store_targets), from the
-    same read: readers are not, they find what the servers hold."""
+    same read: readers are not, they find what the servers hold. A writer finds nothing to follow or refuse
+    while a `--rebuild` cut short is marked (index.rebuild): it finishes that wipe first and writes with the
+    settings' model, as the rebuild asked, over a ledger that may still name the old one."""
+    if writer and rebuild_pending(config) is not None:
+        return None
     meta = recorded_meta(config.storage, config.workspace_dir, config.workspace)
     if writer and meta is not None:
         require_store_targets(config, meta.get("servers"))

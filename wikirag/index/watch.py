@@ -82,8 +82,7 @@ async def watch_vault(
     # settings name another, or when the ledger was written to other servers), its vectors' width checked
     # before anything is written, as `index` does.
     handoff = HandoffServer(config)  # takes the `wikirag index` runs of the same settings while it watches
-    if rebuild_pending(config) is None:  # else the run below adopts the settings' model, as a rebuild does
-        adopt_store_embedding(config, writer=True)
+    adopt_store_embedding(config, writer=True)  # nothing while a rebuild cut short is marked: finished below
     if engine_kwargs.get("embedding_func") is None:
         await check_vector_width(config)
     with StoreLock(config):
