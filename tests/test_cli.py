@@ -340,6 +340,48 @@ def test_ctrl_c_during_index_stops_between_batches_and_a_second_stops_at_once(tm
     assert termed.returncode == 143 and "stopped at once" in termed.stderr, termed.stderr
 
 
+_STARTUP = """
+import os, signal, sys
+sys.path.insert(0, {root!r})
+
+def ctrl_c(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGINT)  # the default handler: KeyboardInterrupt right here
+
+class Loading:  # Ctrl-C while the command line's modules load (typer, rich, the commands)
+    def find_spec(self, name, path=None, target=None):
+        if name == "wikirag.cli.app" and {when!r} == "import":
+            ctrl_c()
+        return None
+
+sys.meta_path.insert(0, Loading())
+from wikirag.cli import main  # what the `wikirag` script runs
+if {when!r} != "import":  # inside the command, before it takes SIGINT over (index, watch) or with none (stats)
+    import typer
+    commands = sys.modules["wikirag.cli.app"]
+    commands.build_config = ctrl_c if {when!r} == "command" else lambda *a, **k: (_ for _ in ()).throw(typer.Exit(130))
+sys.argv = ["wikirag", "stats", {vault!r}]
+sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize("when", ["import", "command", "own exit"])
+def test_ctrl_c_before_a_command_handles_it_is_one_line_and_status_130(tmp_path, when):
+    """Ctrl-C while the command line loaded ended in a KeyboardInterrupt traceback; inside a command that had
+    not taken SIGINT over, Typer ended it with 130 and said nothing. Both say one line now; a command's own
+    exit with 130 (an interrupted `index` has said why) gets no second line."""
+    import subprocess
+    import sys
+
+    root = str(Path(__file__).resolve().parent.parent)
+    script = _STARTUP.format(root=root, vault=str(tmp_path), when=when)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=root)
+    assert done.returncode == 130, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    said = done.stderr.strip().splitlines()
+    assert said == ([] if when == "own exit" else ["wikirag: interrupted"]), done.stderr[-2000:]
+    assert not (tmp_path / ".wikirag").exists()
+
+
 def test_modes_are_read_whatever_their_case(tmp_path, fast_embedding):
     vault = copy_vault(Path(__file__).resolve().parent.parent / "sample_vault", tmp_path / "vault")
     runner = CliRunner()
