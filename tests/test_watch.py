@@ -569,3 +569,19 @@ def test_excluded_files_changed_in_obsidian_end_as_a_fresh_index(vault, tmp_path
         watched = snapshot(watcher.config)
     assert not any(path.startswith("daily/") for path in ledger_doc(watcher.config.workspace_dir)["notes"])
     assert watched == fresh_snapshot(vault, tmp_path / "fresh")
+
+
+def test_a_change_to_excluded_files_waits_for_the_vault_to_be_quiet(tmp_path):
+    """A `git checkout` that rewrites .obsidian/app.json among 500 notes is one batch, once the vault is quiet.
+    The change to app.json was taken at the loop's next look (0.1 s) instead: with app.json removed and not yet
+    written back, the vault was read whole without its Excluded files (their notes indexed, embedded, maybe
+    extracted), then again with them (removed), then the notes' own batch."""
+    from watchdog.events import FileDeletedEvent
+
+    from wikirag.index.watch_events import EventCollector
+
+    collector = EventCollector(tmp_path, tmp_path / ".wikirag")
+    collector.dispatch(FileDeletedEvent(str(tmp_path / ".obsidian" / "app.json")))
+    assert not collector.take_settings_touched(quiet_seconds=STUCK)  # the checkout goes on
+    assert collector.take_settings_touched(quiet_seconds=0)
+    assert not collector.take_settings_touched(quiet_seconds=0)  # taken once

@@ -152,10 +152,10 @@ async def watch_vault(
                         observer.unschedule_all()
                         observer.schedule(collector, str(config.vault.resolve()), recursive=True)
                         root, rescan = now, True
-                    if collector.take_settings_touched() and rules_changed(
+                    asked = handoff.take()  # an `index` handed over: a batch now, of everything that changed
+                    if collector.take_settings_touched(0 if asked else quiet_seconds) and rules_changed(
                             vault, IgnoreRules.for_vault(config.vault, config.exclude, config.store)[0]):
                         rescan = True  # Obsidian's Excluded files changed: read the vault whole with the new ones
-                    asked = handoff.take()  # an `index` handed over: a batch now, of everything that changed
                     reals = collector.drain() if asked else collector.drain_if_quiet(quiet_seconds)
                     if not reals and not asked and not retry.due() and not failures.due() and not rescan:
                         continue

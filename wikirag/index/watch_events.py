@@ -35,7 +35,6 @@ def ignored_path(rel: str) -> bool:
             or (name.startswith("#") and name.endswith("#")) or name.startswith(".~lock."))
 
 
-
 class EventCollector(FileSystemEventHandler):
     """Receives watchdog events on its thread; the watch loop drains them on its own.
 
@@ -84,6 +83,7 @@ class EventCollector(FileSystemEventHandler):
         if any(real in (self._app_json, os.path.dirname(self._app_json)) for real in reals):
             with self._lock:
                 self._settings_touched = True
+                self.last_event = time.monotonic()  # taken once the vault is quiet, as a note's change is
         with self._lock:
             for real in reals:
                 if self._matters(real, self._symlinks):
@@ -120,11 +120,15 @@ class EventCollector(FileSystemEventHandler):
             reals, self._reals = self._reals, set()
             return reals
 
-    def take_settings_touched(self) -> bool:
-        """Whether `.obsidian/app.json` (or its folder) changed since the last call."""
+    def take_settings_touched(self, quiet_seconds: float) -> bool:
+        """Whether `.obsidian/app.json` (or its folder) changed since the last call, once no event came for
+        `quiet_seconds`: a `git checkout` removes it and writes it back among its notes, and a vault read whole
+        in between would index the Excluded files' notes, to remove them again at the next batch."""
         with self._lock:
-            touched, self._settings_touched = self._settings_touched, False
-            return touched
+            if not self._settings_touched or time.monotonic() - self.last_event < quiet_seconds:
+                return False
+            self._settings_touched = False
+            return True
 
     def drain(self) -> set[str]:
         """The real paths of every event since the last drain, quiet or not (an `index` handed to the watch)."""
