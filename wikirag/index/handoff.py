@@ -11,7 +11,8 @@ memory, instead of a new process's imports and whole-vault work.
 The socket: on Linux in the abstract namespace (no file to leave behind when a watch is killed; a peer of
 another user is refused by its credentials, at either end: `index` trusts no answer from another user's
 socket bound to the name first); elsewhere a file in the workspace folder that only its owner may
-open; none on Windows, where `index` is refused by the lock as before.
+open; none on Windows, or where that file's path passes 100 bytes (a deep iCloud vault on macOS): there
+`index` is refused by the lock as before.
 """
 
 from __future__ import annotations
