@@ -218,7 +218,7 @@ class HandoffServer:
         if request.get("code") != self.code:
             return "was started with another version of wikirag"
         if request.get("settings") != self.settings:
-            return "runs with other settings (config file, environment, --llm, --route or --exclude)"
+            return "runs with other settings (config file, environment, --llm, --llm-concurrency, --route or --exclude)"
         return None
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
