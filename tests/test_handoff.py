@@ -7,7 +7,9 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import socket
+import tempfile
 import threading
 import time
 from dataclasses import replace
@@ -439,3 +441,22 @@ def test_the_handed_report_names_the_vault_and_store_as_index_was_given_them(vau
     handed = hand_to_watch(config)
     thread.join(30)
     assert handed is not None and (handed.report.vault, handed.report.store) == (str(vault), str(config.store))
+
+
+def test_a_store_path_too_long_for_a_socket_file_gets_one_in_a_private_folder(tmp_path, monkeypatch, request):
+    """macOS and the BSDs: a socket file's path holds about 100 bytes, and an iCloud vault's store passes
+    that; the socket goes into `wikirag-<uid>` under the temporary folder, which must be this user's alone."""
+    monkeypatch.setattr(handoff.sys, "platform", "darwin")
+    short = Path(tempfile.mkdtemp(prefix="wr"))  # macOS's own temporary folder is about 50 bytes; pytest's is longer
+    request.addfinalizer(lambda: shutil.rmtree(short, ignore_errors=True))
+    monkeypatch.setattr(handoff.tempfile, "gettempdir", lambda: str(short))
+    deep = copy_vault(SAMPLE, tmp_path / ("Mobile Documents iCloud~md~obsidian " * 3) / "Research notes")
+    config = load_config(deep, store=deep / ".wikirag")
+    where = handoff.address(config)
+    folder = short / f"wikirag-{os.getuid()}"
+    assert where is not None and Path(where).parent == folder and len(os.fsencode(where)) < 100
+    assert folder.stat().st_mode & 0o777 == 0o700
+    other = load_config(SAMPLE, store=deep / ".other")  # another workspace: another socket
+    assert handoff.address(other) not in (None, where)
+    folder.chmod(0o755)  # one others may write in (or another user's): no socket, the lock refuses as before
+    assert handoff.address(config) is None

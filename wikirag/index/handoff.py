@@ -11,8 +11,8 @@ memory, instead of a new process's imports and whole-vault work.
 The socket: on Linux in the abstract namespace (no file to leave behind when a watch is killed; a peer of
 another user is refused by its credentials, at either end: `index` trusts no answer from another user's
 socket bound to the name first); elsewhere a file in the workspace folder that only its owner may
-open; none on Windows, or where that file's path passes 100 bytes (a deep iCloud vault on macOS): there
-`index` is refused by the lock as before.
+open, or, where that path passes 100 bytes (a deep iCloud vault on macOS), a file in a folder of this user's
+own under the temporary folder; none on Windows, where `index` is refused by the lock as before.
 """
 
 from __future__ import annotations
@@ -23,8 +23,10 @@ import hashlib
 import json
 import os
 import socket
+import stat
 import struct
 import sys
+import tempfile
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -35,6 +37,7 @@ from wikirag.settings import WikiragConfig
 
 _MAX_LINE = 1 << 20  # the longest request the watch reads: one is a few hundred bytes
 SOCKET_FILENAME = "wikirag_watch.sock"
+_SUN_PATH = 100  # bytes a socket file's path may take: sun_path holds 104 on macOS and the BSDs
 
 
 class HandoffFailed(WikiragError):
@@ -51,11 +54,31 @@ def address(config: WikiragConfig) -> str | None:
     """Where the watch writing this store listens: one address per workspace, like the writer lock."""
     if not hasattr(socket, "AF_UNIX"):
         return None
+    key = f"{os.path.realpath(config.workspace_dir)}\0{config.workspace}".encode("utf-8", "surrogateescape")
+    name = hashlib.sha256(key).hexdigest()[:32]
     if sys.platform.startswith("linux"):
-        key = f"{os.path.realpath(config.workspace_dir)}\0{config.workspace}".encode("utf-8", "surrogateescape")
-        return "\0wikirag-watch-" + hashlib.sha256(key).hexdigest()[:32]
+        return "\0wikirag-watch-" + name
     path = str(config.workspace_dir / SOCKET_FILENAME)
-    return path if len(os.fsencode(path)) < 100 else None  # sun_path holds 104 bytes on macOS and the BSDs
+    if len(os.fsencode(path)) < _SUN_PATH:
+        return path
+    # A long store path (an iCloud vault on macOS passes 120 bytes): a socket in this user's private folder
+    folder = _private_folder()
+    path = os.path.join(folder, f"{name}.sock") if folder else ""
+    return path if folder and len(os.fsencode(path)) < _SUN_PATH else None
+
+
+def _private_folder() -> str | None:
+    """`wikirag-<uid>` in the temporary folder, made 0700 and checked to be this user's alone (in a shared
+    /tmp another user could have made it first, and a socket there could answer for our watch)."""
+    folder = os.path.join(tempfile.gettempdir(), f"wikirag-{os.getuid()}")
+    with contextlib.suppress(FileExistsError, OSError):
+        os.mkdir(folder, 0o700)
+    try:
+        info = os.lstat(folder)
+    except OSError:
+        return None
+    private = stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o077
+    return folder if private else None
 
 
 def settings_digest(config: WikiragConfig) -> str:
