@@ -152,12 +152,12 @@ async def watch_vault(
                         observer.unschedule_all()
                         observer.schedule(collector, str(config.vault.resolve()), recursive=True)
                         root, rescan = now, True
-                    asked = handoff.take()  # an `index` handed over: a batch now, of everything that changed
-                    if collector.take_settings_touched(0 if asked else quiet_seconds) and rules_changed(
+                    handed = handoff.take()  # an `index` handed over: a batch now, of everything that changed
+                    if collector.take_settings_touched(0 if handed else quiet_seconds) and rules_changed(
                             vault, IgnoreRules.for_vault(config.vault, config.exclude, config.store)[0]):
                         rescan = True  # Obsidian's Excluded files changed: read the vault whole with the new ones
-                    reals = collector.drain() if asked else collector.drain_if_quiet(quiet_seconds)
-                    if not reals and not asked and not retry.due() and not failures.due() and not rescan:
+                    reals = collector.drain() if handed else collector.drain_if_quiet(quiet_seconds)
+                    if not reals and not handed and not retry.due() and not failures.due() and not rescan:
                         continue
                     # Empty for a retry: notes whose extraction failed, or a failed batch
                     paths, relinked = collector.touched(reals or (), vault.symlinks)
@@ -165,7 +165,7 @@ async def watch_vault(
                     started = time.perf_counter()
                     try:
                         whole = rescan or reread or relinked or len(paths) > FULL_RESCAN_ABOVE
-                        if asked and not whole:  # what the events have not told yet, by a stat scan
+                        if handed and not whole:  # what the events have not told yet, by a stat scan
                             on_disk, whole = changed_on_disk(vault, config.exclude, config.store)
                             paths |= on_disk
                         # Until the vault is current: a failure part-way through the paths (or the read) leaves
@@ -181,11 +181,11 @@ async def watch_vault(
                         # (after a backoff, or at the next change) re-plans from it and the vault.
                         failures.failed()
                         failed = _failed_batch(batch, paths, exc, time.perf_counter() - started)
-                        handoff.answer(asked, error=failed.error)
+                        handoff.answer(handed, error=failed.error)
                         if on_batch:
                             on_batch(failed)
                         continue
-                    handoff.answer(asked, report)
+                    handoff.answer(handed, report)
                     failures.succeeded()
                     retry.after(report, hinting is not None)
                     if on_batch:
