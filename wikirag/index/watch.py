@@ -153,10 +153,11 @@ async def watch_vault(
                         observer.schedule(collector, str(config.vault.resolve()), recursive=True)
                         root, rescan = now, True
                     handed = handoff.take()  # an `index` handed over: a batch now, of everything that changed
-                    if collector.take_settings_touched(0 if handed else quiet_seconds) and rules_changed(
+                    quiet = 0 if handed else quiet_seconds
+                    if collector.take_settings_touched(quiet) and rules_changed(
                             vault, IgnoreRules.for_vault(config.vault, config.exclude, config.store)[0]):
                         rescan = True  # Obsidian's Excluded files changed: read the vault whole with the new ones
-                    reals = collector.drain() if handed else collector.drain_if_quiet(quiet_seconds)
+                    reals = collector.drain_if_quiet(quiet)
                     if not reals and not handed and not retry.due() and not failures.due() and not rescan:
                         continue
                     # Empty for a retry: notes whose extraction failed, or a failed batch

@@ -113,7 +113,8 @@ class EventCollector(FileSystemEventHandler):
                     self.last_event = time.monotonic()
 
     def drain_if_quiet(self, quiet_seconds: float) -> set[str] | None:
-        """The real paths of the events since the last drain, once none came for `quiet_seconds`."""
+        """The real paths of the events since the last drain, once none came for `quiet_seconds` (0: at once, for
+        an `index` handed to the watch)."""
         with self._lock:
             if not self._reals or time.monotonic() - self.last_event < quiet_seconds:
                 return None
@@ -129,12 +130,6 @@ class EventCollector(FileSystemEventHandler):
                 return False
             self._settings_touched = False
             return True
-
-    def drain(self) -> set[str]:
-        """The real paths of every event since the last drain, quiet or not (an `index` handed to the watch)."""
-        with self._lock:
-            reals, self._reals = self._reals, set()
-            return reals
 
     def pending(self) -> int:
         with self._lock:
