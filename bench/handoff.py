@@ -81,8 +81,8 @@ def _edit_and_index(work: Path, notes: list[Path], round_no: int,
     handed = "Run by the wikirag watch" in done.stderr
     if handed != (watch_pid is not None) or report["notes_changed"] < 1:
         raise SystemExit(f"round {round_no}: handed={handed}, notes_changed={report['notes_changed']}")
-    found = subprocess.run([*WIKIRAG, "search", word, "--vault", str(work / "vault"), "--store", str(work / "store"),
-                            "--config", str(work / "wikirag.toml"), "--json"], capture_output=True, text=True)
+    found = subprocess.run(_cli(work, "search", word, "--vault", str(work / "vault"), "--json"),
+                           capture_output=True, text=True)
     hits = [hit.get("path") for hit in json.loads(found.stdout or "{}").get("hits", [])][:1]
     if hits != [note.relative_to(work / "vault").as_posix()]:
         raise SystemExit(f"round {round_no}: search for {word} found {hits}, not {note.name}")
