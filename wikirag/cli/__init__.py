@@ -32,6 +32,7 @@ def _interrupted() -> None:
 # The `wikirag` script imports this module before main() runs: Ctrl-C while the commands' modules load (typer,
 # rich, ...) ends here as it would in main().
 try:
+    from wikirag.cli import indexing as _indexing  # noqa: E402, F401  (registers index and watch)
     from wikirag.cli import retrieval as _retrieval  # noqa: E402, F401  (registers search and mcp)
     from wikirag.cli.app import app  # noqa: E402
 except KeyboardInterrupt:
