@@ -14,7 +14,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from wikirag.markdown.layout import _ATX, heading_text, lay_out
+from wikirag.markdown.layout import _ATX, lay_out
+from wikirag.markdown.lines import heading_text
 from wikirag.markdown.structure import code_lines
 
 

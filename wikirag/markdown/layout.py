@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate, count
 from operator import add
 
+from wikirag.markdown.lines import heading_text, indent_of, is_escaped
 from wikirag.markdown.wikilinks import WIKILINK
 
 BlockKind = str  # "para" | "list" | "row" | "heading"
@@ -64,33 +65,6 @@ def _backtick_closer(n: int) -> re.Pattern[str]:
     if pattern is None:
         pattern = _BACKTICK_CLOSERS[n] = re.compile(rf"(?<!`)`{{{n}}}(?!`)")
     return pattern
-
-
-def _indent(text: str) -> int:
-    """Leading columns, a tab counting to the next multiple of 4 (CommonMark)."""
-    col = 0
-    for ch in text:
-        if ch == " ":
-            col += 1
-        elif ch == "\t":
-            col += 4 - col % 4
-        else:
-            break
-    return col
-
-
-def heading_text(raw: str) -> str:
-    """ATX heading content without the optional closing `#` sequence: the last run of `#`, when it is the whole
-    text or follows a space or tab. By hand: a pattern for it was tried again from every space of a long run
-    of spaces (a 20 KB heading of spaces took 4 s)."""
-    text = raw.strip()
-    bare = text.rstrip("#")
-    if len(bare) == len(text):
-        return text
-    before = bare.rstrip(" \t")
-    if bare and len(before) == len(bare):
-        return text  # `C#`: the run is part of the last word
-    return before.strip()
 
 
 class _Scanner:
@@ -276,7 +250,7 @@ class _Scanner:
             if self.mode != _NORMAL:
                 return True
             para_open = False
-        indent = _indent(content) if len(stripped) != len(content) else 0
+        indent = indent_of(content) if len(stripped) != len(content) else 0
         if indent >= 4 and not para_open and not self.in_list:
             self.out.ignored.append((start, end))  # indented code block
             return False
@@ -378,14 +352,6 @@ class _Scanner:
 
 
 _QUOTE_MARKERS = re.compile(r"^[ \t]*(?:>[ \t]?)+")
-
-
-def is_escaped(body: str, pos: int, floor: int) -> bool:
-    """True when body[pos] is preceded by an odd run of backslashes."""
-    k = pos - 1
-    while k >= floor and body[k] == "\\":
-        k -= 1
-    return (pos - 1 - k) % 2 == 1
 
 
 def lay_out(body: str) -> Layout:

@@ -14,7 +14,8 @@ from bisect import bisect_left, bisect_right
 from itertools import accumulate
 
 from wikirag.markdown.context import BodyLinks, FoundLink, clip_context, mask_spans
-from wikirag.markdown.layout import Layout, is_escaped, lay_out
+from wikirag.markdown.layout import Layout, lay_out
+from wikirag.markdown.lines import is_escaped
 from wikirag.markdown.properties import FrontmatterBlock, Properties, load_properties, split_frontmatter
 from wikirag.markdown.wikilinks import (
     WIKILINK,
