@@ -126,6 +126,12 @@ FENCES = [
     ("\t[[tab code]]", []),
     ("> ```\n> [[quoted fence]]\n> ```\n[[after]]", ["after"]),
     ("> ```\n> [[quoted]]\nnot quoted [[out]]", ["out"]),  # the fence ends with its blockquote
+    # a fence may open a list item's content on the marker's line (CommonMark/GFM list items, GFM example 298)
+    ("- a\n- ```\n  [[x]]\n\n\n  ```\n- [[c]]", ["c"]),
+    ("1. ```bash\n   [[x]] #not-a-tag\n   ```\n2. [[after]]", ["after"]),
+    ("- ~~~\n  [[x]]\n  ~~~\n[[after]]", ["after"]),
+    ("- - ```\n    [[x]]\n    ```\n[[after]]", ["after"]),  # a list item holding a list item holding a fence
+    ("- ``` not `a` fence [[yes]]", ["yes"]),  # a backtick info string is not a fence here either
 ]
 
 

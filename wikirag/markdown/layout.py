@@ -316,11 +316,13 @@ class _Scanner:
             self.flush()  # `***` / `- - -`: a thematic break, neither a list item nor text
             return self.mode != _NORMAL
         # inside a list an item may sit at any indent (a nested item under a tab-indented parent)
-        if (indent < 4 or self.in_list) and first in "-*+0123456789" and _LIST_ITEM.match(stripped):
+        if (indent < 4 or self.in_list) and first in "-*+0123456789" and (item := _LIST_ITEM.match(stripped)):
             self.flush()
             if self.mode != _NORMAL:
                 return True
             self.in_list, self.in_table = True, False
+            if self.fence_in_item(stripped, item.end(), start, end, quoted):
+                return False
             self.open_para(start, end, "list", i, quoted)
             return False
         if "|" in stripped and (self.in_table or self._table_starts(i, lines, n)):
@@ -339,6 +341,27 @@ class _Scanner:
             self.in_list = False  # a paragraph at the margin ends the list
         self.open_para(start, end, "para", i, quoted)
         return False
+
+    def fence_in_item(self, stripped: str, at: int, start: int, end: int, quoted: bool) -> bool:
+        """Open a fence that starts a list item's content on the marker's line (`- ```js`, `1. - ~~~`), as
+        CommonMark reads a list item (GFM example 298); True when one was opened. Content indented 4 or more
+        columns past the marker is indented code, left as it was."""
+        while True:
+            rest = stripped[at:]
+            content = rest.lstrip(" \t")
+            if not content or indent_of(rest) >= 4:
+                return False
+            item = _LIST_ITEM.match(content) if content[0] in "-*+0123456789" else None
+            if item is None:
+                break
+            stripped, at = content, item.end()  # a list item holding a list item: read past its marker too
+        fence = _FENCE_OPEN.match(content) if content[0] in "`~" else None
+        if fence is None or (content[0] == "`" and "`" in fence.group(2)):
+            return False
+        self.mode = _FENCE
+        self.fence_char, self.fence_len, self.fence_quoted = content[0], len(fence.group(1)), quoted
+        self.out.ignored.append((start, end))
+        return True
 
     @staticmethod
     def _table_starts(i: int, lines: list[str], n: int) -> bool:
