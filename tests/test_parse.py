@@ -132,6 +132,14 @@ FENCES = [
     ("- ~~~\n  [[x]]\n  ~~~\n[[after]]", ["after"]),
     ("- - ```\n    [[x]]\n    ```\n[[after]]", ["after"]),  # a list item holding a list item holding a fence
     ("- ``` not `a` fence [[yes]]", ["yes"]),  # a backtick info string is not a fence here either
+    # an unclosed fence in a list item ends with the item: a line indented less than the item's text (GFM 4.5)
+    ("- ```\n  [[x]]\n- [[next]]", ["next"]),
+    ("- item\n  ```\n  [[x]]\n[[after]]", ["after"]),  # a fence is never continued lazily
+    ("- item\n\n  ```\n  [[x]]\n\n  [[still code]]\n\n[[after]]", ["after"]),
+    ("1. ```\n   [[x]]\n  [[y]]", ["y"]),
+    ("- ```\n  [[x]]\n\n\n[[after]]", ["after"]),
+    ("> - ```\n>   [[x]]\n> [[y]]", ["y"]),
+    ("- item\n  ```\n  [[x]]\n  ```\n  [[in item]]", ["in item"]),
 ]
 
 

@@ -32,8 +32,9 @@ from wikirag.vault.memory import cyclic_gc_paused
 # frontmatter, an image inside a link is an embed, a block id names a block only on its last line,
 # a Markdown link's text may wrap within a paragraph; 8: a long context is cut around the link itself, not the
 # first place its text shows in the sentence; 9: a NUL written as a YAML escape or a `%00` in a link is U+FFFD,
-# an integer of over 4,300 digits its text; 10: a fence may open a list item on its marker's line (`- ```js`).
-CACHE_VERSION = 10
+# an integer of over 4,300 digits its text; 10: a fence may open a list item on its marker's line (`- ```js`);
+# 11: a fence in a list item ends with the item.
+CACHE_VERSION = 11
 RACY_NS = 2_000_000_000  # a file modified this close before its row was written may change unseen
 
 

@@ -77,6 +77,8 @@ class _Scanner:
         self.fence_char = ""
         self.fence_len = 0
         self.fence_quoted = False
+        self.fence_col = 0  # a fence in a list item ends with the item: at a line indented less than this
+        self.item_col = 0  # the column where the last list item's text starts
         self.para_start = -1
         self.para_end = -1
         self.para_kind = "para"
@@ -210,6 +212,9 @@ class _Scanner:
                     if self.fence_quoted and not quoted:
                         self.mode = _NORMAL  # the blockquote holding the fence ended
                         continue
+                    if self.fence_col and content.strip() and indent_of(content) < self.fence_col:
+                        self.mode = _NORMAL  # the list item holding the fence ended (a fence has no lazy lines)
+                        continue
                     s = content.lstrip(" ")
                     t = s.rstrip(" \t")
                     if (
@@ -264,6 +269,7 @@ class _Scanner:
                     return True
                 self.mode = _FENCE
                 self.fence_char, self.fence_len, self.fence_quoted = first, len(m.group(1)), quoted
+                self.fence_col = self.item_col if self.in_list and indent >= self.item_col else 0
                 self.out.ignored.append((start, end))
                 return False
         if near and first == "$" and stripped.startswith("$$"):
@@ -321,7 +327,10 @@ class _Scanner:
             if self.mode != _NORMAL:
                 return True
             self.in_list, self.in_table = True, False
-            if self.fence_in_item(stripped, item.end(), start, end, quoted):
+            rest = stripped[item.end() :]
+            pad = len(rest) - len(rest.lstrip(" "))
+            self.item_col = indent + item.end() + (pad if pad < 4 and rest.strip() else 0)
+            if self.fence_in_item(stripped, item.end(), indent, start, end, quoted):
                 return False
             self.open_para(start, end, "list", i, quoted)
             return False
@@ -342,10 +351,11 @@ class _Scanner:
         self.open_para(start, end, "para", i, quoted)
         return False
 
-    def fence_in_item(self, stripped: str, at: int, start: int, end: int, quoted: bool) -> bool:
+    def fence_in_item(self, stripped: str, at: int, indent: int, start: int, end: int, quoted: bool) -> bool:
         """Open a fence that starts a list item's content on the marker's line (`- ```js`, `1. - ~~~`), as
         CommonMark reads a list item (GFM example 298); True when one was opened. Content indented 4 or more
         columns past the marker is indented code, left as it was."""
+        line = stripped
         while True:
             rest = stripped[at:]
             content = rest.lstrip(" \t")
@@ -360,6 +370,7 @@ class _Scanner:
             return False
         self.mode = _FENCE
         self.fence_char, self.fence_len, self.fence_quoted = content[0], len(fence.group(1)), quoted
+        self.fence_col = indent + len(line) - len(content)  # the item's text starts with the fence
         self.out.ignored.append((start, end))
         return True
 
