@@ -140,6 +140,10 @@ FENCES = [
     ("- ```\n  [[x]]\n\n\n[[after]]", ["after"]),
     ("> - ```\n>   [[x]]\n> [[y]]", ["y"]),
     ("- item\n  ```\n  [[x]]\n  ```\n  [[in item]]", ["in item"]),
+    # a closing fence in a list item may be indented with a tab; at the margin a tab is 4 columns: no closing fence
+    ("- item\n\t```\n\t[[x]]\n\t```\n\t[[in item]]", ["in item"]),
+    ("- a\n\t- b\n\n\t  ```\n\t  [[x]]\n\t  ```\n\n\t  [[after]]", ["after"]),
+    ("```\n[[x]]\n\t```\n[[still code]]", []),
 ]
 
 

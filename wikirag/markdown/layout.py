@@ -215,10 +215,10 @@ class _Scanner:
                     if self.fence_col and content.strip() and indent_of(content) < self.fence_col:
                         self.mode = _NORMAL  # the list item holding the fence ended (a fence has no lazy lines)
                         continue
-                    s = content.lstrip(" ")
+                    s = content.lstrip(" \t")
                     t = s.rstrip(" \t")
                     if (
-                        (len(content) - len(s) < 4 or self.in_list)
+                        (len(content) == len(s) or self.in_list or indent_of(content) < 4)
                         and len(t) >= self.fence_len
                         and t == self.fence_char * len(t)
                     ):
