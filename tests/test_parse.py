@@ -375,6 +375,16 @@ def test_an_image_inside_a_link_is_an_embed() -> None:
     assert note.tags == ["out"]  # a tag inside the link's text is the link's, after the image too
 
 
+def test_a_link_inside_a_links_text_is_the_link_and_the_outer_one_is_text() -> None:
+    """CommonMark 6.3: links may not contain other links; where they nest, the inner-most is the link (spec
+    examples 518-520: `[foo [bar](/uri)](/uri)` is the text `[foo `, a link `bar`, and the text `](/uri)`)."""
+    assert [(link.target, link.label) for link in links("[foo [bar](Inner.md)](Outer.md)")] == [("Inner.md", "bar")]
+    assert [link.target for link in links("[a *[b [c](Deep.md)](Mid.md)*](Outer.md)")] == ["Deep.md"]
+    assert links("[see [the docs](https://x.y) here](Outer.md)") == []  # an outside link is a link too
+    # an image is no link: the outer link stands beside the embed, as before
+    assert [link.target for link in links("[![alt](pic.png)](Outer.md)")] == ["Outer.md", "pic.png"]
+
+
 def test_no_tag_inside_inline_math() -> None:
     assert parse_note("$a #b$ and #c, $x^2$ #d", "n.md").tags == ["c", "d"]
 

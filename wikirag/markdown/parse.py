@@ -146,7 +146,10 @@ def _find_links(body: str, masked: str, outside_code: str, layout: Layout) -> li
 
         one_block = _OneBlock(layout.blocks)
 
-        def markdown(pos: int, endpos: int, inner: bool) -> None:
+        def markdown(pos: int, endpos: int, images_only: bool) -> bool:
+            """Read the Markdown links in outside_code[pos:endpos] into `found`; True when one that is no image
+            was read: the text holding it is then no link (CommonMark 6.3: the inner-most link wins)."""
+            linked = False
             links = MarkdownLinks(outside_code, endpos, across_lines=True)
             while (m := links.search(pos)) is not None:
                 a, b, text, dest = m
@@ -156,21 +159,24 @@ def _find_links(body: str, masked: str, outside_code: str, layout: Layout) -> li
                 pos = b
                 embed = a > 0 and outside_code[a - 1] == "!"
                 a -= embed
-                if inner and not embed:
-                    continue  # in a link's text only an image counts (CommonMark: no link inside a link)
+                if images_only and not embed:
+                    continue  # an image's text is its alt text: only an image inside it counts
                 if (not clean and outside_code[a:b] != body[a:b]) or any(s < b and a < e for s, e in wiki_spans):
                     continue
                 t0 = a + embed + 1
                 if math and not _math_inside(a, b, t0, t0 + len(text), math, math_starts):
                     continue
-                if "](" in text:  # `[![alt](pic.png)](x.md)`: the image is an embed of pic.png, as Obsidian shows
-                    markdown(t0, t0 + len(text), True)
-                if is_escaped(outside_code, a + embed, 0):  # `\[t](x.md)` is literal text (CommonMark)
-                    continue
+                # `[![alt](pic.png)](x.md)`: the image is an embed of pic.png, as Obsidian shows
+                holds_link = "](" in text and markdown(t0, t0 + len(text), embed)
+                linked |= holds_link
+                if holds_link or is_escaped(outside_code, a + embed, 0):  # `\[t](x.md)` is literal text
+                    continue  # `[a [b](x.md)](y.md)`: the link is `b`, the rest is text
+                linked |= not embed
                 parts = split_destination(dest)
                 if parts is not None:
                     label = _SOFT_BREAK.sub(" ", text) if "\n" in text else text
                     found.append(FoundLink(a, b, embed, "markdown", *parts, label.strip() or None))
+            return linked
 
         markdown(0, len(outside_code), False)
         found.sort(key=lambda f: f.start)

@@ -197,13 +197,13 @@ def markdown_link_matches(
 
 
 def flatten_markdown_links(text: str) -> str:
-    """Each `[text](dest)` / `![alt](dest)` as its text, stripped."""
+    """Each `[text](dest)` / `![alt](dest)` as its text, stripped; a link inside a link's text too."""
     links = MarkdownLinks(text)
     pieces: list[str] = []
     pos = 0  # copied up to here
     while (m := links.search(pos)) is not None:
         a, b, label, _ = m
         a -= a > pos and text[a - 1] == "!"
-        pieces += (text[pos:a], label.strip())
+        pieces += (text[pos:a], flatten_markdown_links(label.strip()) if "](" in label else label.strip())
         pos = b
     return "".join(pieces) + text[pos:] if pieces else text
