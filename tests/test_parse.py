@@ -385,6 +385,19 @@ def test_a_link_inside_a_links_text_is_the_link_and_the_outer_one_is_text() -> N
     assert [link.target for link in links("[![alt](pic.png)](Outer.md)")] == ["Outer.md", "pic.png"]
 
 
+def test_a_links_text_may_hold_inline_code() -> None:
+    """CommonMark example 517 (`[link *foo **bar** `#`*](/uri)` is a link): a code span binds tighter than a
+    link's brackets, so it may sit in the text, a `]` inside it included."""
+    link = only_link("See [the `foo()` function](API.md) here.")
+    assert (link.target, link.label) == ("API.md", "the `foo()` function")
+    assert link.context == "See the `foo()` function here."
+    assert [(x.target, x.label) for x in links("[`a]`](x.md) and [a `b](x.md)` c](y.md)")] == [
+        ("x.md", "`a]`"), ("y.md", "a `b](x.md)` c")]
+    note = parse_note("[x `[[W]]` y](N.md)", "n.md")
+    assert [x.target for x in note.links] == ["N.md"] and note.links_in_code_ignored == 1
+    assert links("`[a](` x.md)") == []  # the code holds the link's start: no link
+
+
 def test_no_tag_inside_inline_math() -> None:
     assert parse_note("$a #b$ and #c, $x^2$ #d", "n.md").tags == ["c", "d"]
 

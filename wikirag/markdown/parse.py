@@ -143,6 +143,8 @@ def _find_links(body: str, masked: str, outside_code: str, layout: Layout) -> li
         wiki_spans = [(f.start, f.end) for f in found]
         clean = outside_code is body
         math_starts = [s for s, _ in math]
+        ignored = layout.ignored  # sorted by mask_spans
+        ignored_starts = [s for s, _ in ignored] if not clean else []
 
         one_block = _OneBlock(layout.blocks)
 
@@ -161,20 +163,26 @@ def _find_links(body: str, masked: str, outside_code: str, layout: Layout) -> li
                 a -= embed
                 if images_only and not embed:
                     continue  # an image's text is its alt text: only an image inside it counts
-                if (not clean and outside_code[a:b] != body[a:b]) or any(s < b and a < e for s, e in wiki_spans):
-                    continue
                 t0 = a + embed + 1
-                if math and not _math_inside(a, b, t0, t0 + len(text), math, math_starts):
+                t1 = t0 + len(text)
+                if any(s < b and a < e for s, e in wiki_spans):
+                    continue
+                # code or a comment that holds or cuts the link leaves none; in its text it is text (`[`f`](x.md)`)
+                if not clean and outside_code[a:b] != body[a:b] and not _spans_inside(a, b, t0, t1, ignored,
+                                                                                      ignored_starts):
+                    continue
+                if math and not _spans_inside(a, b, t0, t1, math, math_starts):
                     continue
                 # `[![alt](pic.png)](x.md)`: the image is an embed of pic.png, as Obsidian shows
-                holds_link = "](" in text and markdown(t0, t0 + len(text), embed)
+                holds_link = "](" in text and markdown(t0, t1, embed)
                 linked |= holds_link
                 if holds_link or is_escaped(outside_code, a + embed, 0):  # `\[t](x.md)` is literal text
                     continue  # `[a [b](x.md)](y.md)`: the link is `b`, the rest is text
                 linked |= not embed
                 parts = split_destination(dest)
                 if parts is not None:
-                    label = _SOFT_BREAK.sub(" ", text) if "\n" in text else text
+                    label = body[t0:t1]  # as written, code spans included
+                    label = _SOFT_BREAK.sub(" ", label) if "\n" in label else label
                     found.append(FoundLink(a, b, embed, "markdown", *parts, label.strip() or None))
             return linked
 
@@ -196,11 +204,11 @@ class _OneBlock:
         return k >= 0 and b <= self.blocks[k][1] and self.blocks[k][2] in ("para", "list")
 
 
-def _math_inside(a: int, b: int, t0: int, t1: int, math: list[tuple[int, int]], starts: list[int]) -> bool:
-    """True when every inline math span that meets body[a:b] lies within its text body[t0:t1]."""
+def _spans_inside(a: int, b: int, t0: int, t1: int, spans: list[tuple[int, int]], starts: list[int]) -> bool:
+    """True when every span (sorted) that meets body[a:b] lies within its text body[t0:t1]."""
     k = max(bisect_right(starts, a) - 1, 0)
-    while k < len(math) and math[k][0] < b:
-        s, e = math[k]
+    while k < len(spans) and spans[k][0] < b:
+        s, e = spans[k]
         if e > a and not (t0 <= s and e <= t1):
             return False
         k += 1
