@@ -144,6 +144,11 @@ FENCES = [
     ("- item\n\t```\n\t[[x]]\n\t```\n\t[[in item]]", ["in item"]),
     ("- a\n\t- b\n\n\t  ```\n\t  [[x]]\n\t  ```\n\n\t  [[after]]", ["after"]),
     ("```\n[[x]]\n\t```\n[[still code]]", []),
+    # indented code inside a list item: 4 columns past the item's text, after a blank line (GFM example 232)
+    ("1.  A paragraph\n    with [[two]] lines.\n\n        [[indented code]]\n\n    > [[quote]]", ["two", "quote"]),
+    ("- item\n\n\t\t[[code]]\n\n  [[para]]", ["para"]),
+    ("- item\n      [[lazy]]", ["lazy"]),  # no blank line: the item's paragraph goes on
+    ("- a\n    - b\n\n        - [[c]]", ["c"]),  # deeper than `a` but not 4 past `b`: an item
 ]
 
 

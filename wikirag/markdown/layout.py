@@ -256,8 +256,8 @@ class _Scanner:
                 return True
             para_open = False
         indent = indent_of(content) if len(stripped) != len(content) else 0
-        if indent >= 4 and not para_open and not self.in_list:
-            self.out.ignored.append((start, end))  # indented code block
+        if indent >= 4 and not para_open and (not self.in_list or indent >= self.item_col + 4):
+            self.out.ignored.append((start, end))  # indented code block (in a list: 4 past the item's text)
             return False
         first = stripped[0]
         near = indent < 4 or self.in_list
