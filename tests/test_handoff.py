@@ -19,7 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.storekit import copy_vault, snapshot
-from tests.test_watch import SAMPLE, Watcher, fresh_snapshot
+from tests.test_watch import SAMPLE, Watcher, fresh_snapshot, wait_until
 from wikirag.cli import app
 from wikirag.errors import StoreLocked
 from wikirag.index import handoff
@@ -460,3 +460,41 @@ def test_a_store_path_too_long_for_a_socket_file_gets_one_in_a_private_folder(tm
     assert handoff.address(other) not in (None, where)
     folder.chmod(0o755)  # one others may write in (or another user's): no socket, the lock refuses as before
     assert handoff.address(config) is None
+
+
+@HANDOFF
+def test_a_client_that_sends_nothing_is_let_go(vault, tmp_path, monkeypatch):
+    """A client that connects and says nothing (or half a request) held its connection open for as long as the
+    watch ran: the watch closes it after REQUEST_SECONDS, and still serves the next `index`."""
+    monkeypatch.setattr(handoff, "REQUEST_SECONDS", 0.2)
+    config = load_config(vault, store=tmp_path / "store")
+    config.workspace_dir.mkdir(parents=True)
+    started, done = threading.Event(), threading.Event()
+    open_connections: list[int] = []
+
+    async def serve() -> None:
+        server = HandoffServer(config)
+        await server.start()
+        started.set()
+        while not done.is_set():
+            open_connections[:] = [len(server._connections)]
+            await asyncio.sleep(0.01)
+        await server.close()
+
+    thread = threading.Thread(target=lambda: asyncio.run(serve()), daemon=True)
+    thread.start()
+    assert started.wait(30)
+    silent, partial = (socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) for _ in range(2))
+    try:
+        silent.connect(handoff.address(config))
+        partial.connect(handoff.address(config))
+        partial.sendall(b'{"vault": ')
+        for peer in (silent, partial):
+            peer.settimeout(10)
+            assert peer.recv(1) == b""  # closed by the watch, not left waiting
+        assert wait_until(lambda: open_connections == [0], 30)
+    finally:
+        silent.close()
+        partial.close()
+        done.set()
+        thread.join(30)

@@ -36,6 +36,9 @@ from wikirag.index.report import IndexReport
 from wikirag.settings import WikiragConfig
 
 _MAX_LINE = 1 << 20  # the longest request the watch reads: one is a few hundred bytes
+# How long the watch waits for a connected client's request (`index` sends it at once): a client that sends
+# nothing, or half a line, is let go rather than holding its connection for as long as the watch runs.
+REQUEST_SECONDS = 5.0
 SOCKET_FILENAME = "wikirag_watch.sock"
 _SUN_PATH = 100  # bytes a socket file's path may take: sun_path holds 104 on macOS and the BSDs
 
@@ -251,7 +254,7 @@ class HandoffServer:
         try:
             if self._closing or not _same_user(writer.get_extra_info("socket")):
                 return
-            request = json.loads(await reader.readline())
+            request = json.loads(await asyncio.wait_for(reader.readline(), REQUEST_SECONDS))
             refusal = self._refusal(request) if isinstance(request, dict) else "was sent no request"
             if refusal is None:
                 future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
@@ -263,8 +266,9 @@ class HandoffServer:
             # ASCII: a path that is no UTF-8 (a lone surrogate in Python) travels as an escape and comes back
             writer.write(json.dumps({**reply, "pid": os.getpid()}).encode() + b"\n")
             await writer.drain()
-        except (OSError, ValueError, RecursionError, asyncio.CancelledError, asyncio.LimitOverrunError):
-            pass  # a client gone, a malformed (or deeply nested) request, or the watch stopping: it just closes
+        except (OSError, ValueError, RecursionError, asyncio.CancelledError, asyncio.LimitOverrunError,
+                asyncio.TimeoutError):  # not yet the builtin TimeoutError on Python 3.10
+            pass  # a client gone or silent, a malformed (or deeply nested) request, or the watch stopping: it closes
         finally:
             self._connections.discard(task)
             writer.close()
