@@ -159,6 +159,9 @@ def _store_rows(config) -> tuple[list[str], dict[str, bytes]]:
 def on_graph_a(tmp_path: Path, monkeypatch):
     """A store as a completed run on Neo4j graph-a leaves it: its notes in the ledger, which records graph-a, and
     a manifest for that server. LightRAG's storages, wherever a run opens them, are file storages here."""
+    for var, value in _neo4j_env("neo4j://graph-a:7687").items():  # what LightRAG requires is in the environment
+        if var.startswith("NEO4J_"):  # (storage.server_env); the settings are read from each test's own mapping
+            monkeypatch.setenv(var, value)
     vault = copy_vault(SAMPLE, tmp_path / "vault")
     on_file = load_config(vault, environ={})
     report = run_index(on_file, embedding_func=HashEmbedding().func())

@@ -42,6 +42,7 @@ from wikirag.settings import WikiragConfig
 from wikirag.storage.ledger_store import ledger_store
 from wikirag.storage.locks import writer_lock
 from wikirag.storage.postgres import keep_vectors_inline, tend_changed_tables
+from wikirag.storage.server_env import require_server_env
 from wikirag.vault.memory import cyclic_gc_paused, freeze_long_lived, thaw_long_lived
 from wikirag.vault.model import Vault
 from wikirag.vault.read import scan_vault
@@ -354,8 +355,9 @@ def live_run(plan: Plan, config: WikiragConfig, hinting: HintingLLM | None, *, e
 
 
 def _check_settings(config: WikiragConfig, llm_func: Callable[..., Any] | None) -> None:
-    """Fail on a bad embedding or LLM setting before anything is written or deleted."""
+    """Fail on a bad embedding, LLM or server storage setting before anything is written or deleted."""
     embedding_spec(config)
+    require_server_env(config.storage)
     if config.llm.model and llm_func is None:
         from wikirag.llm.spec import parse_llm_spec
 

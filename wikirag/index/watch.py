@@ -33,6 +33,7 @@ from wikirag.lightrag.embeddings import EmbeddingCounter
 from wikirag.lightrag.engine import check_vector_width, preload_embedder
 from wikirag.redaction import redact
 from wikirag.settings import WikiragConfig
+from wikirag.storage.server_env import require_server_env
 from wikirag.vault.ignore import IgnoreRules
 from wikirag.vault.model import Vault
 
@@ -78,6 +79,7 @@ async def watch_vault(
     """Index once, then follow the vault until `stop` is set (or Ctrl-C)."""
     stop = stop or threading.Event()
     VaultNotFound.unless_folder(config.vault)
+    require_server_env(config.storage)  # a server storage LightRAG cannot connect to: one line, nothing opened
     # The engine opened below embeds every batch: with the store's own model (refused in one line when the
     # settings name another, or when the ledger was written to other servers), its vectors' width checked
     # before anything is written, as `index` does.

@@ -37,6 +37,7 @@ from wikirag.lightrag.vector_cache import cached_embedding_func
 from wikirag.markdown.chunking import lightrag_chunking_func
 from wikirag.settings import RETRY_MAX_WAIT_S, LLMSettings, WikiragConfig
 from wikirag.storage.postgres import storage_unreachable
+from wikirag.storage.server_env import require_server_env
 from wikirag.storage.settings import StorageSettings
 
 FILE_STORAGES = lightrag_storage_kwargs(StorageSettings())
@@ -180,6 +181,7 @@ async def open_engine(
     never writes skips loading the LLM cache, documents and trackers, most of a large store's bytes."""
     if os.environ.get("ENTITY_TYPES") is not None:
         raise ConfigError("the ENTITY_TYPES environment variable is set; LightRAG 1.5 refuses to start with it")
+    require_server_env(config.storage)  # LightRAG's constructor raised a ValueError; before the folder is made
     import_lightrag()
     from lightrag import LightRAG
 

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from wikirag.errors import ConfigError, WikiragError
+from wikirag.storage.server_env import server_env_problem, server_storages
 from wikirag.storage.settings import CONNECT_TIMEOUT_S, REQUIREMENTS, StorageSettings, missing_packages, storage_family
 
 
@@ -137,12 +138,12 @@ def check_storage(settings: StorageSettings, workspace: str | None = None) -> li
     missing = missing_packages(settings)
     if missing:
         checks.append(("packages", "fail", f"missing {', '.join(missing)}: pip install {' '.join(missing)}"))
-    servers = sorted({c for c in settings.classes.values() if storage_family(c) not in {"file", "PG", "Faiss"}})
+    servers = server_storages(settings)
     for name in servers:
         env_vars = REQUIREMENTS[storage_family(name)][2]
-        unset = [v for v in env_vars if v not in os.environ]
-        if unset:
-            checks.append((name, "fail", f"set {', '.join(unset)} in the environment (read by LightRAG)"))
+        problem = server_env_problem(name)  # the line index, query, search and watch refuse with
+        if problem:
+            checks.append((name, "fail", problem))
         else:
             checks.append((name, "ok", f"{', '.join(env_vars)} set; the connection is checked when used"))
     if not settings.uses_postgres:

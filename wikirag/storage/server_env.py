@@ -1,0 +1,41 @@
+"""Whether LightRAG can take the connection of each server storage in use from the environment, said in one line
+before a store is opened.
+
+LightRAG's constructor raises a ValueError (a traceback under `index`, `query`, `search` and `watch`) when a
+storage's required variables are unset (lightrag/kg/__init__.py STORAGE_ENV_REQUIREMENTS, checked with `var in
+os.environ`: set empty counts as set, as there). `doctor` shows the same lines as failed checks.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from wikirag.errors import ConfigError
+from wikirag.storage.settings import REQUIREMENTS, StorageSettings, storage_family
+
+
+def server_storages(settings: StorageSettings) -> list[str]:
+    """The pass-through server storage classes in use (PostgreSQL's are wikirag's own to connect)."""
+    return sorted({c for c in settings.classes.values() if storage_family(c) not in {"file", "PG", "Faiss"}})
+
+
+def server_env_problem(name: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """What keeps LightRAG's storage `name` from connecting, from the environment alone: the detail of
+    doctor's check, which `require_server_env` says after the class name; None when nothing does."""
+    environ = os.environ if environ is None else environ
+    family = storage_family(name)
+    unset = [var for var in REQUIREMENTS[family][2] if var not in environ]
+    if unset:
+        return f"set {', '.join(unset)} in the environment (read by LightRAG)"
+    return None
+
+
+def require_server_env(settings: StorageSettings, environ: Mapping[str, str] | None = None) -> None:
+    """Raise ConfigError, in one line naming each storage and what it misses, before a store is opened."""
+    problems: dict[str, list[str]] = {}  # the same problem of two storages (Redis for kv and doc_status) said once
+    for name in server_storages(settings):
+        if (problem := server_env_problem(name, environ)) is not None:
+            problems.setdefault(problem, []).append(name)
+    if problems:
+        raise ConfigError("; ".join(f"{', '.join(names)}: {problem}" for problem, names in problems.items()))
