@@ -1,13 +1,15 @@
 """A server storage whose connection LightRAG cannot take from the environment is refused in one line before a
 store is opened (storage/server_env.py): a required variable unset (LightRAG's constructor raised a ValueError,
-a traceback under `index`, `search` and `query`). `doctor` fails its check with the same line. No server is
-needed: the refusal comes from the settings and the environment."""
+a traceback under `index`, `search` and `query`), or a MILVUS_URI naming a local Milvus Lite file (refused before
+pymilvus is imported). `doctor` fails its check with the same line. No server is needed: the refusal comes from
+the settings and the environment."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +20,7 @@ from wikirag.cli import app
 from wikirag.errors import ConfigError
 from wikirag.index.watch import watch_vault
 from wikirag.settings import load_config
-from wikirag.storage.server_env import require_server_env
+from wikirag.storage.server_env import is_local_file, require_server_env
 from wikirag.storage.settings import StorageSettings
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_vault"
@@ -79,3 +81,28 @@ def test_every_storage_missing_something_is_named_in_the_one_line():
     # set empty is set, as LightRAG has it
     require_server_env(settings, {"REDIS_URI": "redis://cache:6379/0", "NEO4J_URI": "neo4j://graph:7687",
                                   "NEO4J_USERNAME": "neo4j", "NEO4J_PASSWORD": ""})
+
+
+MILVUS_LITE = ("MilvusVectorDBStorage: MILVUS_URI './milvus.db' is a local file (Milvus Lite), which wikirag does "
+               "not use: set it to a Milvus server's URI (http://host:19530)")
+
+
+def test_a_milvus_lite_file_is_refused_before_pymilvus_is_imported(vault, tmp_path):
+    env = {"WIKIRAG_STORAGE_VECTOR": "milvus", "MILVUS_URI": "./milvus.db", "MILVUS_DB_NAME": "notes"}
+    store = tmp_path / "store"
+    result = CliRunner().invoke(app, ["index", str(vault), "--store", str(store)], env=env)
+    assert _one_line(result) == f"Error: {MILVUS_LITE}"  # not "needs pymilvus: pip install pymilvus"
+    assert "pymilvus" not in sys.modules and not store.exists()
+    doctor = CliRunner().invoke(app, ["doctor", str(vault), "--store", str(store)], env=env)
+    assert doctor.exit_code == 1
+    name, detail = MILVUS_LITE.split(": ", 1)
+    assert f"{name} FAIL {detail}" in " ".join(doctor.output.split()), doctor.output  # its row, as wrapped
+
+
+@pytest.mark.parametrize(("uri", "local"), [
+    ("./milvus.db", True), ("milvus.db", True), ("/var/lib/milvus/lite.db", True), ("~/m.db", True),
+    ("file:///tmp/m.db", True), ("data/milvus", True),
+    ("http://vec-a:19530", False), ("https://in01-x.zillizcloud.com", False), ("tcp://vec:19530", False),
+])
+def test_which_milvus_uri_is_a_local_file(uri, local):
+    assert is_local_file(uri) is local
