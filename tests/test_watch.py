@@ -571,6 +571,26 @@ def test_excluded_files_changed_in_obsidian_end_as_a_fresh_index(vault, tmp_path
     assert watched == fresh_snapshot(vault, tmp_path / "fresh")
 
 
+def test_excluded_files_in_a_symlinked_obsidian_folder_are_followed(vault, tmp_path):
+    """`.obsidian` a symlink to a folder outside the vault (settings shared between vaults, a dotfiles repo): the
+    vault's recursive watch does not follow it, so an edit of its app.json went unseen and the watch kept
+    indexing the notes the new Excluded files leave out. An index reads app.json through the link."""
+    settings = tmp_path / "shared-obsidian"
+    shutil.rmtree(vault / ".obsidian", ignore_errors=True)
+    settings.mkdir()
+    (settings / "app.json").write_text(json.dumps({"userIgnoreFilters": ["projects/"]}))
+    (vault / ".obsidian").symlink_to(settings, target_is_directory=True)
+    with Watcher(vault, tmp_path / "store") as watcher:
+        notes = ledger_doc(watcher.config.workspace_dir)["notes"]
+        assert any(p.startswith("daily/") for p in notes) and not any(p.startswith("projects/") for p in notes)
+        (settings / "app.json").write_text(json.dumps({"userIgnoreFilters": ["daily/"]}))
+        watcher.settle()  # the change comes before the fence: the fence's batch (or an earlier one) took it
+        watched = snapshot(watcher.config)
+    notes = ledger_doc(watcher.config.workspace_dir)["notes"]
+    assert not any(p.startswith("daily/") for p in notes) and any(p.startswith("projects/") for p in notes)
+    assert watched == fresh_snapshot(vault, tmp_path / "fresh")
+
+
 def test_a_change_to_excluded_files_waits_for_the_vault_to_be_quiet(tmp_path):
     """A `git checkout` that rewrites .obsidian/app.json among 500 notes is one batch, once the vault is quiet.
     The change to app.json was taken at the loop's next look (0.1 s) instead: with app.json removed and not yet

@@ -28,7 +28,14 @@ from wikirag.index.rebuild import rebuild_pending
 from wikirag.index.report import IndexReport
 from wikirag.index.run import RunState, StoreLock, hinting_llm, index_vault, open_store_engine
 from wikirag.index.store_model import adopt_store_embedding
-from wikirag.index.watch_events import EventCollector, apply_paths, changed_on_disk, folder_identity, rules_changed
+from wikirag.index.watch_events import (
+    EventCollector,
+    apply_paths,
+    changed_on_disk,
+    folder_identity,
+    rules_changed,
+    settings_folder,
+)
 from wikirag.lightrag.embeddings import EmbeddingCounter
 from wikirag.lightrag.engine import check_vector_width, preload_embedder
 from wikirag.redaction import redact
@@ -97,6 +104,8 @@ async def watch_vault(
         # The absolute path: watchdog's inotify tree dropped every subfolder of a relative root such as "."
         # ("Path b'./people' is not under watched root b'.'"), so `wikirag watch .` missed their saves.
         observer.schedule(collector, str(config.vault.resolve()), recursive=True)
+        if (settings := settings_folder(config.vault)) is not None:  # `.obsidian` a symlink out of the vault
+            observer.schedule(collector, settings, recursive=False)  # its app.json holds the Excluded files
         observer.start()
         root = folder_identity(config.vault)
         await handoff.start()  # an `index` asking now waits for the initial run, then gets a batch of its own
@@ -153,6 +162,8 @@ async def watch_vault(
                         collector.root_lost = False
                         observer.unschedule_all()
                         observer.schedule(collector, str(config.vault.resolve()), recursive=True)
+                        if (settings := settings_folder(config.vault)) is not None:
+                            observer.schedule(collector, settings, recursive=False)
                         root, rescan = now, True
                     handed = handoff.take()  # an `index` handed over: a batch now, of everything that changed
                     quiet = 0 if handed else quiet_seconds

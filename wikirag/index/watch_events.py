@@ -54,8 +54,11 @@ class EventCollector(FileSystemEventHandler):
         # While the vault is read, events that touch nothing through the symlinks known so far are held: the
         # read may find a link that reads them (the first read finds every link; a read made for a new link).
         self._held: list[str] | None = []
-        # Obsidian's Excluded files: in a dot-folder no note is read from, yet they decide which notes count
+        # Obsidian's Excluded files: in a dot-folder no note is read from, yet they decide which notes count.
+        # Where `.obsidian` is a symlink, its target's events name the target's path (settings_folder).
         self._app_json = os.path.join(self.root, *APP_JSON.split("/"))
+        folder = settings_folder(Path(self.root))
+        self._app_jsons = {self._app_json, *([os.path.join(folder, "app.json")] if folder else [])}
         self._settings_touched = False
 
     def touched(self, reals: Iterable[str], symlinks: Symlinks) -> tuple[set[str], bool]:
@@ -80,7 +83,7 @@ class EventCollector(FileSystemEventHandler):
                  if raw]
         if kind in {"deleted", "moved"} and event.is_directory and reals and reals[0] == self.root:
             self.root_lost = True
-        if any(real in (self._app_json, os.path.dirname(self._app_json)) for real in reals):
+        if any(real in self._app_jsons or real == os.path.dirname(self._app_json) for real in reals):
             with self._lock:
                 self._settings_touched = True
                 self.last_event = time.monotonic()  # taken once the vault is quiet, as a note's change is
@@ -134,6 +137,17 @@ class EventCollector(FileSystemEventHandler):
     def pending(self) -> int:
         with self._lock:
             return len(self._reals)
+
+
+def settings_folder(root: Path) -> str | None:
+    """The real folder of the vault's `.obsidian` where it is a symlink to a folder outside the vault: the
+    vault's recursive watch does not follow the link, so `watch` watches that folder too (not its subfolders)
+    for edits of app.json. None where `.obsidian` is a folder of the vault's own, or no folder."""
+    link = root / APP_JSON.split("/")[0]
+    if not link.is_symlink() or not link.is_dir():
+        return None
+    real, vault = os.path.realpath(link), os.path.realpath(root)
+    return None if real == vault or real.startswith(vault + os.sep) else real
 
 
 def folder_identity(path: Path) -> tuple[int, int] | None:
