@@ -591,6 +591,75 @@ def test_excluded_files_in_a_symlinked_obsidian_folder_are_followed(vault, tmp_p
     assert watched == fresh_snapshot(vault, tmp_path / "fresh")
 
 
+def _reads_of_the_next_index(config, monkeypatch) -> list[str]:
+    """The notes a `wikirag index` after the watch reads from disk (the others it takes from the parse cache)."""
+    import wikirag.vault.model as model
+
+    reads: list[str] = []
+    real_read = model.read_note
+    monkeypatch.setattr(model, "read_note", lambda abs_path, rel, *a: reads.append(rel) or real_read(abs_path, rel, *a))
+    report = run_index(config, embedding_func=HashEmbedding().func())
+    assert report.notes_new == report.notes_changed == report.notes_deleted == 0
+    return reads
+
+
+def test_an_index_after_the_watch_does_not_read_again_what_the_watch_read(vault, tmp_path, monkeypatch):
+    """The watch keeps the parse cache's stat data (path -> size, mtime) in step with the files its batches
+    read: the next `wikirag index` trusts it, rather than reading and hashing every note edited under watch."""
+    old = 1_600_000_000
+    for path in vault.rglob("*.md"):
+        os.utime(path, (old, old))  # not racy: modified long before the cache rows are written
+    run_index(load_config(vault, store=tmp_path / "store"), embedding_func=HashEmbedding().func())
+    edited, touched, added = (vault / "projects" / "Bombe.md", vault / "people" / "Alan Turing.md",
+                              vault / "New note.md")
+    with Watcher(vault, tmp_path / "store") as watcher:
+        edited.write_text(edited.read_text() + "\nAlso see [[Purple cipher]].\n")  # a new size and mtime
+        os.utime(edited, (old + 60, old + 60))
+        os.utime(touched, (old + 60, old + 60))  # saved unchanged: a new mtime, the same bytes
+        added.write_text("A note about [[Bombe]].\n")
+        os.utime(added, (old + 60, old + 60))
+        (vault / "Index.md").unlink()
+        watcher.settle()
+    assert _reads_of_the_next_index(watcher.config, monkeypatch) == []
+    assert snapshot(watcher.config) == fresh_snapshot(vault, tmp_path / "fresh")
+
+
+def test_a_note_edited_just_before_a_batch_is_trusted_once_the_watch_stops(vault, tmp_path, monkeypatch):
+    """A note saved moments before its batch is "racy" (a second save in the same clock tick would keep its
+    mtime), so its row is not trusted then; the watch writes it again later, at its stop at the latest."""
+    old = 1_600_000_000
+    for path in vault.rglob("*.md"):
+        os.utime(path, (old, old))
+    run_index(load_config(vault, store=tmp_path / "store"), embedding_func=HashEmbedding().func())
+    edited = vault / "projects" / "Bombe.md"
+    with Watcher(vault, tmp_path / "store") as watcher:
+        edited.write_text(edited.read_text() + "\nAlso see [[Purple cipher]].\n")  # mtime: now
+        watcher.settle()
+        time.sleep(2.5)  # past the racy window (index.parsecache.RACY_NS) before the watch stops
+    assert _reads_of_the_next_index(watcher.config, monkeypatch) == []
+
+
+def test_a_racy_row_is_read_again_before_it_is_trusted(tmp_path):
+    """A save in the clock tick of the one the watch read, of the same size, keeps the stat data: the row the
+    watch writes again once the tick is old must not vouch for bytes it did not read."""
+    from wikirag.index.watch_events import still_as_read
+
+    note = tmp_path / "vault" / "a.md"
+    note.parent.mkdir()
+    note.write_text("hello [[b]]\n")
+    vault = Vault.load(tmp_path / "vault")
+    assert still_as_read(vault, "a.md")
+    mtime = note.stat().st_mtime_ns
+    note.write_text("jello [[b]]\n")
+    os.utime(note, ns=(mtime, mtime))
+    assert not still_as_read(vault, "a.md")
+    note.write_text("hello [[b]]\n")
+    os.utime(note, ns=(mtime, mtime))
+    assert still_as_read(vault, "a.md")
+    note.unlink()
+    assert not still_as_read(vault, "a.md")
+
+
 def test_a_change_to_excluded_files_waits_for_the_vault_to_be_quiet(tmp_path):
     """A `git checkout` that rewrites .obsidian/app.json among 500 notes is one batch, once the vault is quiet.
     The change to app.json was taken at the loop's next look (0.1 s) instead: with app.json removed and not yet

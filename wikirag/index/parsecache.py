@@ -242,3 +242,38 @@ def save_parse_cache(workspace_dir: Path, encoding: str, notes: dict[str, Parsed
     except sqlite3.Error:
         return 0  # only a shortcut: the next run parses again
     return len(changed)
+
+
+def refresh_parse_cache(workspace_dir: Path, encoding: str, vault: Any, body_tokens: dict[str, int],
+                        paths: set[str]) -> set[str]:
+    """Bring the rows of `paths` (the notes `watch` read again, made or removed) in step with `vault`, its
+    stat data included, so that the next `wikirag index` takes them from the cache rather than reading and
+    hashing every note edited under the watch. Only rows that differ (or whose stat data was racy) are written.
+    Returns the paths whose stat data is racy now (modified within RACY_NS): their rows are not trusted yet,
+    and the caller refreshes them again later. Nothing on a database error: the cache is only a shortcut."""
+    now = time.time_ns()
+    racy = {p for p in paths if p in vault.clean and p in vault.stats and vault.stats[p][1] >= now - RACY_NS}
+    try:
+        with index_db_transaction(workspace_dir) as conn:
+            if get_doc(conn, "parse_cache") != _key(encoding):  # another version's rows: none are kept
+                for table in ("parsed_notes", "parsed_stats", "parsed_figures"):
+                    conn.execute(f"DELETE FROM {table}")
+                put_doc(conn, "parse_cache", _key(encoding))
+            digests = dict(conn.execute("SELECT path, digest FROM parsed_notes").fetchall())
+            stats = {p: (size, mtime, mtime < written - RACY_NS) for p, size, mtime, written
+                     in conn.execute("SELECT path, size, mtime_ns, written_ns FROM parsed_stats").fetchall()}
+            kept = {p for p in paths if p in vault.notes and p in body_tokens}
+            gone = [(p,) for p in paths - kept]
+            for table in ("parsed_notes", "parsed_stats", "parsed_figures"):
+                conn.executemany(f"DELETE FROM {table} WHERE path = ?", gone)
+            conn.executemany("INSERT OR REPLACE INTO parsed_notes (path, digest, note, tokens) VALUES (?, ?, ?, ?)",
+                             [(p, vault.digests[p], _row_text(vault.notes[p]), body_tokens[p]) for p in sorted(kept)
+                              if digests.get(p) != vault.digests[p]])
+            trusted = {p for p in kept if p in vault.clean and p in vault.stats}
+            conn.executemany("DELETE FROM parsed_stats WHERE path = ?", [(p,) for p in sorted(kept - trusted)])
+            conn.executemany("INSERT OR REPLACE INTO parsed_stats (path, size, mtime_ns, written_ns) "
+                             "VALUES (?, ?, ?, ?)", [(p, *vault.stats[p], now) for p in sorted(trusted)
+                                                     if stats.get(p) != (*vault.stats[p], True)])
+    except (sqlite3.Error, OSError):
+        return set()
+    return racy

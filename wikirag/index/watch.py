@@ -24,6 +24,7 @@ from watchdog.observers import Observer
 
 from wikirag.errors import VaultNotFound
 from wikirag.index.handoff import HandoffServer
+from wikirag.index.parsecache import refresh_parse_cache
 from wikirag.index.rebuild import rebuild_pending
 from wikirag.index.report import IndexReport
 from wikirag.index.run import RunState, StoreLock, hinting_llm, index_vault, open_store_engine
@@ -35,6 +36,7 @@ from wikirag.index.watch_events import (
     folder_identity,
     rules_changed,
     settings_folder,
+    still_as_read,
 )
 from wikirag.lightrag.embeddings import EmbeddingCounter
 from wikirag.lightrag.engine import check_vector_width, preload_embedder
@@ -131,6 +133,7 @@ async def watch_vault(
                 retry = _Retry(retry_seconds)
                 failures = _Retry(retry_seconds)
                 batch = 0
+                cache_rows = _ParseCacheSync(vault)
                 started = time.perf_counter()
                 try:
                     initial = await index_vault(config, vault=vault, should_stop=stop.is_set, **run)
@@ -146,6 +149,7 @@ async def watch_vault(
                     gc.collect()
                     if engine_kwargs.get("embedding_func") is None:
                         preload_embedder(config)  # and the local model, when the initial run embedded nothing
+                    cache_rows.sync(config, run["state"], vault)
                     if on_initial:
                         on_initial(initial)
                     retry.after(initial, hinting is not None)
@@ -185,9 +189,10 @@ async def watch_vault(
                         # Until the vault is current: a failure part-way through the paths (or the read) leaves
                         # it partly updated and the retry's batch names none of them, so the retry reads whole.
                         reread = True
-                        if whole or apply_paths(vault, paths):
+                        if whole or apply_paths(vault, paths, cache_rows.paths):
                             rescan = False
                             vault = read_whole()
+                            cache_rows.paths |= set(vault.notes)
                         reread = False
                         report = await index_vault(config, vault=vault, should_stop=stop.is_set, **run)
                     except Exception as exc:  # noqa: BLE001
@@ -199,15 +204,42 @@ async def watch_vault(
                         if on_batch:
                             on_batch(failed)
                         continue
+                    cache_rows.sync(config, run["state"], vault)
                     handoff.answer(handed, report)
                     failures.succeeded()
                     retry.after(report, hinting is not None)
                     if on_batch:
                         on_batch(_batch_report(batch, paths, report, time.perf_counter() - started))
+                # Stopped: the rows still racy at their batch, stat data of a save moments before it, are
+                # trusted now, at least 2 s later in most cases (a long-running watch's usual stop)
+                cache_rows.sync(config, run["state"], vault)
         finally:
             await handoff.close()
             observer.stop()
             observer.join(timeout=5)
+
+
+class _ParseCacheSync:
+    """The notes whose parse-cache rows (stat data included) the watch has yet to bring in step with what it
+    read (index.parsecache.refresh_parse_cache), so that the next `wikirag index` does not read them again."""
+
+    def __init__(self, vault: Vault) -> None:
+        self.paths = set(vault.notes)  # the watch's own read of the vault: rows differing from it are written
+        self.racy: set[str] = set()  # written with stat data too fresh to trust: written again later
+
+    def sync(self, config: WikiragConfig, state: RunState, vault: Vault) -> None:
+        """After a batch that planned `vault` (its body token counts are the rows'). A note written racy is
+        read again first: a save in the same clock tick as the one read would have kept its stat data, and its
+        event may not be taken yet (the watch stopping)."""
+        if not self.paths or state.plan is None or state.plan.vault is not vault:
+            return
+        for path in sorted(self.racy & self.paths):
+            if not still_as_read(vault, path):
+                vault.stats.pop(path, None)
+                vault.clean.discard(path)
+        self.racy = refresh_parse_cache(config.workspace_dir, config.index.encoding, vault, state.plan.body_tokens,
+                                        self.paths)
+        self.paths = set(self.racy)
 
 
 _INOTIFY_SHUTDOWN = "InotifyEmitter.queue_events() called when the thread is inactive"

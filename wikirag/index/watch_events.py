@@ -16,8 +16,8 @@ from watchdog.events import FileSystemEventHandler
 
 from wikirag.vault.ignore import APP_JSON, IgnoreRules
 from wikirag.vault.model import Vault
-from wikirag.vault.on_disk import Listings
-from wikirag.vault.read import scan_files
+from wikirag.vault.on_disk import Listings, nfc
+from wikirag.vault.read import read_note, scan_files
 from wikirag.vault.symlinks import Symlinks
 
 # Editor and OS droppings that are never notes: swap, backup, temp and lock files.
@@ -159,11 +159,13 @@ def folder_identity(path: Path) -> tuple[int, int] | None:
     return (info.st_dev, info.st_ino) if stat.S_ISDIR(info.st_mode) else None
 
 
-def apply_paths(vault: Vault, paths: set[str]) -> bool:
+def apply_paths(vault: Vault, paths: set[str], reread: set[str] | None = None) -> bool:
     """Bring the in-memory vault up to date for the touched paths, reading the disk as it is now. True, with
     the vault partly updated, when the paths make, remove or hold a symlink: which folders the scan walks
     through links, and under which path, depends on the whole vault (real folders first, each folder once),
-    so the caller reads it whole."""
+    so the caller reads it whole. The files' stat data becomes the vault's (`stats`, `clean`: what the parse
+    cache may trust), and the vault paths of the files looked at are added to `reread`."""
+    reread = set() if reread is None else reread
     if any(vault.symlinks.touches(rel) or os.path.islink(vault.root / rel) for rel in paths):
         return True
     listings: Listings = {}  # the folders listed to find names spelled past ASCII, once a batch
@@ -178,10 +180,49 @@ def apply_paths(vault: Vault, paths: set[str]) -> bool:
                 for name in filenames:
                     child = (Path(dirpath) / name).relative_to(vault.root).as_posix()
                     if not ignored_path(child):
-                        vault.update_file(child, listings)
+                        _update_file(vault, child, listings, reread)
         else:  # also a file gone, or every file under a removed/moved-away folder: another spelling may remain
-            vault.update_file(rel, listings)
+            _update_file(vault, rel, listings, reread)
     return False
+
+
+def _update_file(vault: Vault, rel: str, listings: Listings, reread: set[str]) -> None:
+    """`vault.update_file`, with the file's stat data taken before it is read: a change after the stat makes
+    another, so a parse-cache row of these figures is never trusted for bytes it does not hold."""
+    path = nfc(rel.replace(os.sep, "/").strip("/"))
+    try:
+        info: os.stat_result | None = os.stat(vault.root / rel)
+    except OSError:
+        info = None
+    issues = vault.update_file(rel, listings)
+    reread.add(path)
+    if path in vault.notes and info is not None and not issues:
+        vault.stats[path] = (info.st_size, info.st_mtime_ns)
+        vault.clean.add(path)
+    else:  # gone, unreadable (kept as last indexed) or read with a problem: read again next time
+        vault.stats.pop(path, None)
+        vault.clean.discard(path)
+    if info is None:  # a folder removed or moved away: the notes that were under it
+        prefix = path + "/"
+        gone = {p for p in vault.stats if p.startswith(prefix) and p not in vault.notes}
+        reread.update(gone)
+        for p in gone:
+            vault.stats.pop(p, None)
+            vault.clean.discard(p)
+
+
+def still_as_read(vault: Vault, path: str) -> bool:
+    """Whether a note's file still has the stat data the vault recorded and, read again after that stat, the
+    digest it holds."""
+    where = vault.abs_path(path)
+    try:
+        info = os.stat(where)
+    except OSError:
+        return False
+    if (info.st_size, info.st_mtime_ns) != vault.stats.get(path):
+        return False
+    read = read_note(where, path, vault.max_bytes)
+    return not read.issues and read.digest == vault.digests.get(path)
 
 
 def changed_on_disk(vault: Vault, exclude: Sequence[str], store: Path) -> tuple[set[str], bool]:
