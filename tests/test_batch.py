@@ -183,20 +183,22 @@ def test_a_rebuild_collects_the_batch_an_interrupted_run_submitted(tmp_path, mon
 def test_a_rebuild_killed_once_its_marker_is_gone_keeps_the_batch(tmp_path, monkeypatch):
     """The rebuild carried a submitted batch to the new ledger only at the run's first save, after the wipe's
     marker (which names it too) was gone: a kill in between lost the batch id, and the next run submitted
-    (paid for) its notes' extraction again. The wipe now writes it to the new ledger's head first."""
+    (paid for) its notes' extraction again. The wipe now writes it to the new ledger's head first. (The marker
+    now stays until the notes are written again, saying the wipe is done: the kill is right after it says so.)"""
+    from wikirag.index import rebuild
     from wikirag.index.rebuild import REBUILD_MARKER
     from wikirag.llm.batch import BatchAPI
 
     vault = prose_vault(tmp_path / "vault", 4)
-    real_unlink = Path.unlink
+    real_write = rebuild.atomic_write_text
 
     async def stop(self, batch_id):
         raise KeyboardInterrupt  # Ctrl-C while waiting for the provider
 
-    def unlink_then_killed(path, *args, **kwargs):
-        real_unlink(path, *args, **kwargs)
-        if path.name == REBUILD_MARKER:
-            raise KeyboardInterrupt("killed right after the wipe's marker went")
+    def written_then_killed(path, text, *args, **kwargs):
+        real_write(path, text, *args, **kwargs)
+        if path.name == REBUILD_MARKER and json.loads(text) == {"wiped": True}:
+            raise KeyboardInterrupt("killed right after the wipe's marker said it was done")
 
     with FakeAPI(batch_polls=1) as api:
         with monkeypatch.context() as patched:
@@ -206,10 +208,11 @@ def test_a_rebuild_killed_once_its_marker_is_gone_keeps_the_batch(tmp_path, monk
         config = load_config(vault, store=tmp_path / "store", overrides={
             "llm": {"model": "openai:fake-model", "base_url": api.openai_base_url, "batch_poll_s": 0.02}})
         with monkeypatch.context() as patched:
-            patched.setattr(Path, "unlink", unlink_then_killed)
+            patched.setattr(rebuild, "atomic_write_text", written_then_killed)
             with pytest.raises(KeyboardInterrupt, match="marker"):
                 run_index(config, batch=True, rebuild=True, embedding_func=HashEmbedding().func())
-        assert not (config.workspace_dir / REBUILD_MARKER).exists()
+        assert json.loads((config.workspace_dir / REBUILD_MARKER).read_text()) == {"wiped": True}
         report = batch_index(vault, tmp_path / "store", api, monkeypatch, "openai")
         assert submissions(api) == 1 and live_calls(api) == 0
+        assert not (config.workspace_dir / REBUILD_MARKER).exists()  # the run wrote every note: finished
     assert report.notes_extracted == 4 and report.llm_batch_requests > 0

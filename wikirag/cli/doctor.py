@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Literal
 
 from wikirag.errors import ConfigError, StoreMismatch, VaultNotFound
 from wikirag.index.ledger import Ledger
-from wikirag.index.rebuild import rebuild_pending
+from wikirag.index.rebuild import rebuild_pending, rebuild_unfinished
 from wikirag.index.store_model import adopt_store_embedding, embedding_mismatch, targets_mismatch
 from wikirag.lightrag.engine import embedding_spec
 from wikirag.settings import WikiragConfig
@@ -129,6 +129,9 @@ def _store(config: WikiragConfig) -> Check:
     if rebuild_pending(config) is not None:  # before the ledger: the wipe may have deleted it already
         return Check("store", "warn", f"{store.location}: a `wikirag index --rebuild` was cut short; the next "
                      "`wikirag index` finishes it (or `wikirag watch`, before it opens the store)")
+    if rebuild_unfinished(config):  # the wipe done, the notes not all written again: readers are refused
+        return Check("store", "warn", f"{store.location}: a `wikirag index --rebuild` was cut short while it wrote "
+                     "the notes again; the next `wikirag index` (or `wikirag watch`) finishes it")
     try:
         if not store.exists():
             return Check("store", "warn", f"{store.location}: no index yet; run `wikirag index {config.vault}`")

@@ -108,10 +108,10 @@ def _ledger_ready(config: WikiragConfig) -> bool:
     """Whether the store has a ledger to serve: not while a rebuild cut short is marked (the watch finishes it,
     and the old ledger, on another model maybe, is about to go). A store object of its own each time: one kept
     open still reads the database file the wipe deleted."""
-    from wikirag.index.rebuild import rebuild_pending
+    from wikirag.index.rebuild import rebuild_unfinished
     from wikirag.storage.ledger_store import ledger_store
 
-    if rebuild_pending(config) is not None:
+    if rebuild_unfinished(config):  # in its wipe, or writing the notes again: readers are refused until done
         return False
     store = ledger_store(config.storage, config.workspace_dir, config.workspace)
     try:

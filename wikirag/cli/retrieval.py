@@ -104,8 +104,10 @@ def mcp(
 
             llm_func = make_llm_func(config.llm)
         if not watch:
+            from wikirag.index.rebuild import refuse_unfinished
             from wikirag.storage.ledger_store import ledger_store
 
+            refuse_unfinished(config)  # a rebuild cut short: its ledger may be gone, or hold some notes
             if not ledger_store(config.storage, config.workspace_dir, config.workspace).exists():
                 fail(f"{config.workspace_dir}: no index here; run `wikirag index {config.vault}` first "
                      "(or start with --watch to index while serving)")

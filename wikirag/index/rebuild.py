@@ -7,12 +7,15 @@
 4. wikirag's and LightRAG's files, wikirag's index database (the ledger on files) first (storage.fs);
 5. the workspace on the servers LightRAG's storages are passed through to (lightrag.server_drop);
 6. what the rebuild carries (a submitted batch) into the new ledger's head;
-7. the marker.
+7. the marker says the wipe is done (`{"wiped": true}`); it goes when a run (this one, or the next `index` or
+   `watch` after it was cut short) has written every note again (`finish_rebuild`, index.run).
 
 The ledger goes before the servers are emptied: a ledger that outlived them would say every note is written.
 A run that finds the marker was cut short somewhere in 3-6: `index` does the whole wipe again before it reads
 anything (each step is harmless to repeat) and then indexes every note, so the servers never keep what the
-earlier index wrote beside the rebuilt one. `watch` does the same before it opens LightRAG's storages.
+earlier index wrote beside the rebuilt one. `watch` does the same before it opens LightRAG's storages. A run
+that finds the wipe done goes on as any run does, from the new ledger. Readers (`search`, `query`, `mcp`) are
+refused in one line while either marker is there (`refuse_unfinished`): the index holds some notes or none.
 """
 
 from __future__ import annotations
@@ -44,9 +47,29 @@ def rebuild_pending(config: WikiragConfig) -> dict[str, Any] | None:
         recorded = None
     if not isinstance(recorded, dict):
         recorded = {}
+    if recorded.get("wiped") is True:  # the wipe was done: what is left is writing the notes, as any run does
+        return None
     carried = recorded.get("carried")
     return {"keep_llm_cache": recorded.get("keep_llm_cache") is not False,
             "carried": carried if isinstance(carried, dict) else {}}
+
+
+def rebuild_unfinished(config: WikiragConfig) -> bool:
+    """Whether a rebuild was cut short, in its wipe or while the notes were written again."""
+    return (config.workspace_dir / REBUILD_MARKER).is_file()
+
+
+def refuse_unfinished(config: WikiragConfig) -> None:
+    """For a reader: an index whose rebuild was cut short holds some of the vault's notes, or none."""
+    if rebuild_unfinished(config):
+        raise StoreMismatch(f"{config.workspace_dir}: a `wikirag index --rebuild` was cut short (or is still "
+                            f"running), so the index is incomplete; run `wikirag index {config.vault}` to finish it")
+
+
+def finish_rebuild(config: WikiragConfig) -> None:
+    """A run wrote every note (nothing waits in the ledger): a rebuild whose wipe was done is finished."""
+    if rebuild_unfinished(config) and rebuild_pending(config) is None:
+        (config.workspace_dir / REBUILD_MARKER).unlink(missing_ok=True)
 
 
 def refuse_while_pending(config: WikiragConfig) -> None:
@@ -83,7 +106,7 @@ async def wipe_workspace(config: WikiragConfig, *, keep_llm_cache: bool, embeddi
     await drop_server_storages(config, keep_llm_cache=keep_llm_cache, embedding_func=embedding_func)
     if carried:  # before the marker goes: a kill between the two would lose a batch paid for (its notes asked again)
         _carry_over(config, carried)
-    (config.workspace_dir / REBUILD_MARKER).unlink()
+    atomic_write_text(config.workspace_dir / REBUILD_MARKER, json.dumps({"wiped": True}))
     return carried
 
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from wikirag.errors import StoreMismatch
-from wikirag.index.rebuild import rebuild_pending
+from wikirag.index.rebuild import rebuild_pending, refuse_unfinished
 from wikirag.lightrag.embeddings import LOCAL_MODELS, MINILM_DIM
 from wikirag.lightrag.engine import embedding_spec
 from wikirag.settings import WikiragConfig, follow_store_embedding
@@ -29,9 +29,12 @@ def adopt_store_embedding(config: WikiragConfig, *, writer: bool = False) -> str
     also refused a store whose servers are not the ones the settings name (require_store_targets), from the
     same read: readers are not, they find what the servers hold. A writer finds nothing to follow or refuse
     while a `--rebuild` cut short is marked (index.rebuild): it finishes that wipe first and writes with the
-    settings' model, as the rebuild asked, over a ledger that may still name the old one."""
+    settings' model, as the rebuild asked, over a ledger that may still name the old one. A reader is refused
+    a store whose rebuild was cut short (index.rebuild.refuse_unfinished): it holds some notes, or none."""
     if writer and rebuild_pending(config) is not None:
         return None
+    if not writer:
+        refuse_unfinished(config)
     meta = recorded_meta(config.storage, config.workspace_dir, config.workspace)
     if writer and meta is not None:
         require_store_targets(config, meta.get("servers"))
