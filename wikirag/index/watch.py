@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from watchdog.observers import Observer
@@ -103,11 +104,7 @@ async def watch_vault(
         # missed: those events simply make the first batch re-read the files.
         collector = EventCollector(config.vault, config.store)
         observer = Observer()
-        # The absolute path: watchdog's inotify tree dropped every subfolder of a relative root such as "."
-        # ("Path b'./people' is not under watched root b'.'"), so `wikirag watch .` missed their saves.
-        observer.schedule(collector, str(config.vault.resolve()), recursive=True)
-        if (settings := settings_folder(config.vault)) is not None:  # `.obsidian` a symlink out of the vault
-            observer.schedule(collector, settings, recursive=False)  # its app.json holds the Excluded files
+        _schedule(observer, collector, config.vault)
         observer.start()
         root = folder_identity(config.vault)
         await handoff.start()  # an `index` asking now waits for the initial run, then gets a batch of its own
@@ -165,9 +162,7 @@ async def watch_vault(
                         # come round again, hence root_lost). Watch the new one and read it whole.
                         collector.root_lost = False
                         observer.unschedule_all()
-                        observer.schedule(collector, str(config.vault.resolve()), recursive=True)
-                        if (settings := settings_folder(config.vault)) is not None:
-                            observer.schedule(collector, settings, recursive=False)
+                        _schedule(observer, collector, config.vault)
                         root, rescan = now, True
                     handed = handoff.take()  # an `index` handed over: a batch now, of everything that changed
                     quiet = 0 if handed else quiet_seconds
@@ -217,6 +212,16 @@ async def watch_vault(
             await handoff.close()
             observer.stop()
             observer.join(timeout=5)
+
+
+def _schedule(observer: Any, collector: EventCollector, vault: Path) -> None:
+    """Watch the vault folder, and `.obsidian` too when it is a symlink out of the vault (its app.json holds
+    the Excluded files, and the vault's recursive watch does not follow the link)."""
+    # The absolute path: watchdog's inotify tree dropped every subfolder of a relative root such as "."
+    # ("Path b'./people' is not under watched root b'.'"), so `wikirag watch .` missed their saves.
+    observer.schedule(collector, str(vault.resolve()), recursive=True)
+    if (settings := settings_folder(vault)) is not None:
+        observer.schedule(collector, settings, recursive=False)
 
 
 class _ParseCacheSync:
