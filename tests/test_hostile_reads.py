@@ -372,3 +372,32 @@ def test_get_note_and_search_read_the_twin_the_index_holds(twins):
     assert result.exit_code == 0, result.output
     [hit] = json.loads(result.stdout)["hits"]
     assert hit["passages"] == ["The NFD spelling, indexed: coffee."]
+
+
+def test_a_note_whose_name_xml_cannot_carry_is_one_line_and_the_rest_is_indexed(tmp_path, fast_embedding):
+    """Found by fuzzing: a note named with an ESC (or another C0 control, U+FFFE) reached LightRAG's GraphML
+    store as a node's `file_path`, which it refuses: `index` died with a traceback and indexed nothing. Such a
+    note is skipped with one line naming it, by the scan and by `watch`; the rest is indexed."""
+    from wikirag.vault.model import Vault
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Ok.md").write_text("A note about ciphers, linking [[esc\x1bname]].\n")
+    (vault / "esc\x1bname.md").write_text("Escape in the name, ciphers [[Ok]].\n")
+    (vault / "sub\x01dir").mkdir()
+    (vault / "sub\x01dir" / "inner.md").write_text("Inside a folder named with a control character.\n")
+    (vault / "pic\x1b.png").write_bytes(b"\x89PNG")  # an attachment's path is no graph value: it stays
+    result = invoke("index", str(vault), "--json")
+    assert result.exit_code == 0 and result.exception is None, result.output
+    report = json.loads(result.stdout)
+    assert report["notes_indexed"] == 1
+    assert report["issues"] == [
+        "esc\x1bname.md: name holds U+001B, a character LightRAG's graph store cannot hold; skipped",
+        "sub\x01dir/inner.md: name holds U+0001, a character LightRAG's graph store cannot hold; skipped"]
+    again = json.loads(invoke("index", str(vault), "--json").stdout)
+    assert again["notes_unchanged"] == 1 and again["notes_new"] == again["notes_changed"] == 0
+    model = Vault.load(vault)
+    assert list(model.notes) == ["Ok.md"] and "pic\x1b.png" in model.attachments
+    (vault / "esc\x1bname.md").write_text("Edited.\n")
+    assert [i.path for i in model.update_file("esc\x1bname.md")] == ["esc\x1bname.md"]
+    assert list(model.notes) == ["Ok.md"]

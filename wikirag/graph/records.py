@@ -16,7 +16,6 @@ UNRESOLVED_TYPE = "unresolved"
 ATTACHMENT_TYPE = "attachment"
 
 
-# Characters XML 1.0 cannot carry: LightRAG's GraphML store refuses them, and a note can hold any byte.
 
 
 def doc_id_for(path: str) -> str:

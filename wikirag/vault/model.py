@@ -221,10 +221,10 @@ class Vault:
         path = nfc(disk_rel)
         disk = find_on_disk(self.root, path, listings)
         abs_path = Path(disk) if disk else self.root / disk_rel
-        if (too_long := vault_read.path_too_long(path)) and not self.rules.ignored(path):  # as the scan says
+        if (refused := vault_read.path_refused(path)) and not self.rules.ignored(path):  # as the scan says
             self.remove_file(path)
-            self.issues.append(too_long)
-            return [too_long]
+            self.issues.append(refused)
+            return [refused]
         if self.rules.ignored(path) or not abs_path.is_file() or not self._within_vault(abs_path):
             if path in self.notes or path in self.attachments or self.rules.ignored(path):
                 self.remove_file(path)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import re
 import stat
 import sys
 from collections.abc import Sequence
@@ -78,12 +79,28 @@ NOT_REGULAR = "not a regular file (a named pipe, socket or device); skipped"
 MAX_PATH_BYTES = 2048
 
 
+# Code points XML 1.0 cannot carry (C0 controls but tab, newline and CR; U+FFFE, U+FFFF). A note's path is the
+# `file_path` of its graph nodes and edges, and LightRAG's GraphML store refuses the whole write on one of them.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
 def path_too_long(path: str) -> ReadIssue | None:
     """The one-line issue for a vault path too long to index, else None."""
     size = len(path.encode("utf-8", "surrogatepass"))
     if size <= MAX_PATH_BYTES:
         return None
     why = f"path is {size:,} bytes long, more than the index keeps ({MAX_PATH_BYTES:,}); skipped"
+    return ReadIssue(path, why, True)
+
+
+def path_refused(path: str) -> ReadIssue | None:
+    """The one-line issue for a vault path the index cannot store (too long; a note's naming a control
+    character), else None. An attachment is looked up by name: its path never reaches the graph."""
+    if too_long := path_too_long(path):
+        return too_long
+    if not is_note(path) or (bad := _NOT_XML.search(path)) is None:
+        return None
+    why = f"name holds U+{ord(bad.group()):04X}, a character LightRAG's graph store cannot hold; skipped"
     return ReadIssue(path, why, True)
 
 
@@ -209,8 +226,8 @@ def scan_files(root: Path, rules: IgnoreRules) -> ScanResult:
                 continue
             if rules.file_ignored(rel):
                 continue
-            if too_long := path_too_long(rel):
-                out.issues.append(too_long)
+            if refused := path_refused(rel):
+                out.issues.append(refused)
                 continue
             if rel in seen_paths:
                 first = seen_paths[rel]
