@@ -401,3 +401,20 @@ def test_a_note_whose_name_xml_cannot_carry_is_one_line_and_the_rest_is_indexed(
     (vault / "esc\x1bname.md").write_text("Edited.\n")
     assert [i.path for i in model.update_file("esc\x1bname.md")] == ["esc\x1bname.md"]
     assert list(model.notes) == ["Ok.md"]
+
+
+def test_a_note_whose_name_holds_lightrags_list_separator_is_one_line(tmp_path, fast_embedding):
+    """Found by fuzzing: LightRAG joins a node's file paths with `<SEP>`, so a note named `x<SEP>y.md` came back
+    from the graph as two notes, `x` and `y.md`, that do not exist (export's and neighbors' file paths)."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Alpha.md").write_text("Alpha links to [[x<SEP>y]].\n")
+    (vault / "x<SEP>y.md").write_text("A note named with the separator, linking [[Alpha]].\n")
+    result = invoke("index", str(vault), "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["issues"] == [
+        "x<SEP>y.md: name holds '<SEP>', which LightRAG reads as a list separator; skipped"]
+    exported = invoke("export", "--vault", str(vault), "--format", "json", "-o", "-")
+    assert exported.exit_code == 0, exported.output
+    paths = {p for node in json.loads(exported.stdout)["nodes"] for p in node.get("file_path", [])}
+    assert paths == {"Alpha.md"}

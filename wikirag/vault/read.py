@@ -94,11 +94,16 @@ def path_too_long(path: str) -> ReadIssue | None:
 
 
 def path_refused(path: str) -> ReadIssue | None:
-    """The one-line issue for a vault path the index cannot store (too long; a note's naming a control
-    character), else None. An attachment is looked up by name: its path never reaches the graph."""
+    """The one-line issue for a vault path the index cannot store (too long; a note's holding a control
+    character or LightRAG's `<SEP>`), else None. An attachment is looked up by name: its path never reaches the
+    graph."""
     if too_long := path_too_long(path):
         return too_long
-    if not is_note(path) or (bad := _NOT_XML.search(path)) is None:
+    if not is_note(path):
+        return None
+    if "<SEP>" in path:  # LightRAG joins a node's file paths with it: one note would read back as two
+        return ReadIssue(path, "name holds '<SEP>', which LightRAG reads as a list separator; skipped", True)
+    if (bad := _NOT_XML.search(path)) is None:
         return None
     why = f"name holds U+{ord(bad.group()):04X}, a character LightRAG's graph store cannot hold; skipped"
     return ReadIssue(path, why, True)
