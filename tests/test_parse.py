@@ -252,6 +252,8 @@ FRONTMATTER_VARIANTS = [
     ("aliases: One, Two", "aliases", ["One", "Two"]),
     ("alias: Solo", "aliases", ["Solo"]),
     ("Aliases: [X, null, 3]", "aliases", ["X", "3"]),
+    ("aliases: [true, False]", "aliases", ["true", "false"]),  # a YAML boolean shows as Obsidian shows it
+    ("aliases: TRUE", "aliases", ["true"]),
     ("title: 1984", "title", "1984"),
     ("title:", "title", "My Note"),
     ('title: ""', "title", "My Note"),

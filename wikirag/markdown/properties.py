@@ -189,7 +189,8 @@ def _strings(values: list[Any], splitter: re.Pattern[str]) -> list[str]:
         if isinstance(value, list):
             stack.extend((item, True) for item in reversed(value))
             continue
-        for part in [str(value)] if in_list else splitter.split(str(value)):
+        text = ("true" if value else "false") if isinstance(value, bool) else str(value)  # YAML's, not Python's
+        for part in [text] if in_list else splitter.split(text):
             part = part.strip()
             if part and part not in seen:
                 seen.add(part)
