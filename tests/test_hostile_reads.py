@@ -418,3 +418,25 @@ def test_a_note_whose_name_holds_lightrags_list_separator_is_one_line(tmp_path, 
     assert exported.exit_code == 0, exported.output
     paths = {p for node in json.loads(exported.stdout)["nodes"] for p in node.get("file_path", [])}
     assert paths == {"Alpha.md"}
+
+
+def test_problem_lines_of_stats_and_watch_show_controls_in_names_not_obey_them(tmp_path):
+    """Found by fuzzing: `stats` (its problem lines on stderr) and `watch` (each batch's problem lines) printed a
+    file name as it is, so a name holding ESC sequences drove the terminal and one holding a newline split its
+    line in two; the other commands' renderings show them as escapes."""
+    from wikirag.cli.render import watch_lines
+    from wikirag.index.watch import BatchReport
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Ok.md").write_text("A note.\n")
+    (vault / "bin\x1b[2J.md").write_text("A note the index skips for its name.\n")
+    (vault / "two\nlines.md").write_bytes(b"\0" * 64)
+    result = invoke("stats", str(vault))
+    assert result.exit_code == 0, result.output
+    assert "\x1b" not in result.stderr and "two\nlines" not in result.stderr
+    assert "bin\\x1b[2J.md: name holds U+001B" in result.stderr and "two\\x0alines.md: looks binary" in result.stderr
+    batch = BatchReport(1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.1, issues=["a\x1b[2J\rb.md: looks binary"],
+                        error="cannot write c\x07.md")
+    assert watch_lines(batch) == ["batch 1 failed, retrying with backoff: cannot write c\\x07.md",
+                                  "a\\x1b[2J\\x0db.md: looks binary"]

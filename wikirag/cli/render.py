@@ -44,8 +44,8 @@ def Text(text: str = "", *args: object, **kwargs: object) -> RichText:  # noqa: 
 
 
 def issue_line(issue: ReadIssue) -> str:
-    """One line per problem, naming the file: `daily/x.md: 3 NUL bytes removed`."""
-    return f"{issue.path}: {issue.message}"
+    """One line per problem, naming the file: `daily/x.md: 3 NUL bytes removed` (controls shown, not obeyed)."""
+    return shown(f"{issue.path}: {issue.message}")
 
 
 def render_stats(stats: VaultStats, console: Console) -> None:
@@ -267,7 +267,7 @@ def render_doctor(report: DoctorReport, console: Console) -> None:
 def watch_lines(batch: BatchReport) -> list[str]:
     """What a batch prints under the status line: its failure, if any, then its files' problems."""
     failed = [f"batch {batch.batch} failed, retrying with backoff: {batch.error}"] if batch.error else []
-    return failed + list(batch.issues)
+    return [shown(line) for line in failed + batch.issues]
 
 
 def watch_status(batch: BatchReport | None, vault: str, pending: int) -> Text:
