@@ -1,6 +1,7 @@
 """A vault fuzzer: hypothesis builds hostile vaults and runs `index` -> edit -> `index` through the real CLI.
 
-Each generated vault mixes ordinary notes (unicode names: CJK, combining marks, RTL, emoji, random code points;
+Each generated vault mixes ordinary notes (unicode names: CJK, combining marks, RTL, emoji, random code points,
+names the index cannot store (an ESC, `<SEP>`: one line each);
 case clashes such as Note.md / note.md / NOTE.MD; titles and aliases that clash with other notes' names; links
 with `..`, absolute paths and `~`; headings, code, comments, callouts; frontmatter routes) with bad files:
 0-byte, a sparse 50 MB file (over the reader's size limit), NUL-filled, a few NULs, Latin-1, UTF-16 with and
@@ -72,7 +73,7 @@ if os.environ.get("WIKIRAG_FUZZ_NO_SHRINK"):  # a long hunt: report failures as 
 
 STEMS = ["Note", "note", "NOTE", "日本語", "中文笔记", "e\u0301te\u0301", "\u00e9t\u00e9", "שלום", "مرحبا",
          "\u202eevil", "🙂", "👩\u200d💻", "a b", "x..y", "con", "#tag", "[br]", "a|b", "%2e%2e", "-", "_", "Ünïcödé",
-         "한국어", "]y", "[red]"]
+         "한국어", "]y", "[red]", "esc\x1b[2J", "x<SEP>y"]  # the last two: names the index cannot store
 FOLDERS = ["", "", "sub", "Sub", "日本", "e\u0301", "deep/er", "a b", "x["]  # x[ + ]y.md: the path x[/]y.md
 WORDS = ["alpha", "Beta", "gamma", "日本語", "café", "שלום", "emoji🙂", "naïve", "e\u0301t\u00e9", "Ünïcödé", "x"]
 HOSTILE_TARGETS = ["../outside", "../../etc/passwd", "/etc/passwd", "/abs/Note", "..", ".", "../", "a/../../b",
@@ -445,6 +446,9 @@ def expected_issues(spec: dict[str, Entry]) -> dict[str, list[str]]:
             out.setdefault(shown, []).append(EXPECT["loop"])
             out.setdefault(shown + ".2", []).append(EXPECT["loop"])
             continue
+        if shown.lower().endswith(".md") and (refused := refusal(shown)):  # said of each spelling, before NFC
+            out.setdefault(shown, []).append(refused)
+            continue
         if shown in seen:
             out.setdefault(shown, []).append(EXPECT["nfc"])
             continue
@@ -455,6 +459,13 @@ def expected_issues(spec: dict[str, Entry]) -> dict[str, list[str]]:
         if kind in EXPECT and (shown.lower().endswith(".md") or kind == "lockeddir"):  # attachments are not read
             out.setdefault(shown, []).append(EXPECT[kind])
     return out
+
+
+def refusal(path: str) -> str | None:
+    """The words of the line for a note whose path the index cannot store (a graph store's refusal), else None."""
+    if "<SEP>" in path:
+        return "list separator"
+    return "graph store" if any(ord(c) < 32 and c not in "\t\n\r" for c in path) else None
 
 
 # --- checking -----------------------------------------------------------------------------------------------
