@@ -637,3 +637,18 @@ def test_a_path_too_long_to_index_is_one_line_and_the_rest_is_read(tmp_path: Pat
     said = vault.update_file(deep)
     assert [i.path for i in said] == [deep] and deep not in vault.notes
     assert len([i for i in vault.issues if i.path == deep]) == 1
+
+
+def test_a_note_a_thousand_folders_deep_is_found_on_disk(tmp_path: Path) -> None:
+    """Found by fuzzing: find_on_disk walked one recursive call per folder, so a note under ~1,000 nested folders
+    (a 2,000-byte path, which the index keeps) raised RecursionError in `search` and `get_note`."""
+    folder = tmp_path
+    for _ in range(1000):
+        folder = folder / "d"
+        folder.mkdir()
+    (folder / "deep.md").write_text("deep [[top]]\n")
+    path = "d/" * 1000 + "deep.md"
+    assert [n.path for n in scan_vault(tmp_path).notes] == [path]
+    assert find_on_disk(tmp_path, path) == str(folder / "deep.md")
+    assert find_on_disk(tmp_path, "d/" * 1000 + "gone.md") is None
+    assert read_vault_note(tmp_path, path).text == "deep [[top]]\n"

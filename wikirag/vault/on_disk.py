@@ -60,16 +60,21 @@ def find_on_disk(root: Path, path: str, listings: Listings | None = None) -> str
         ranked = [(rank(os.path.join(folder, name), last), name) for name in spellings(folder, part) if name != first]
         yield from (name for r, name in sorted((r, name) for r, name in ranked if r is not None))
 
-    def walk(folder: str, at: int) -> str | None:
-        last = at == len(parts) - 1
-        for name in tried(folder, parts[at], last):  # a folder that does not hold the rest: another spelling's may
-            where = os.path.join(folder, name)
-            found = where if last else walk(where, at + 1)
-            if found is not None:
-                return found
-        return None
-
-    return walk(str(root), 0)
+    # Depth first, each part's spellings in turn (a folder that does not hold the rest: another spelling's may);
+    # a stack, not a call per folder: a note under a thousand folders passed Python's recursion limit.
+    last = len(parts) - 1
+    stack = [(str(root), tried(str(root), parts[0], last == 0))]
+    while stack:
+        folder, names = stack[-1]
+        name = next(names, None)
+        if name is None:
+            stack.pop()
+            continue
+        where = os.path.join(folder, name)
+        if len(stack) - 1 == last:
+            return where
+        stack.append((where, tried(where, parts[len(stack)], len(stack) == last)))
+    return None
 
 
 def _index(items: list[str], item: str, start: int) -> int:
