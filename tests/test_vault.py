@@ -648,7 +648,13 @@ def test_a_note_a_thousand_folders_deep_is_found_on_disk(tmp_path: Path) -> None
         folder.mkdir()
     (folder / "deep.md").write_text("deep [[top]]\n")
     path = "d/" * 1000 + "deep.md"
-    assert [n.path for n in scan_vault(tmp_path).notes] == [path]
-    assert find_on_disk(tmp_path, path) == str(folder / "deep.md")
-    assert find_on_disk(tmp_path, "d/" * 1000 + "gone.md") is None
-    assert read_vault_note(tmp_path, path).text == "deep [[top]]\n"
+    try:
+        assert [n.path for n in scan_vault(tmp_path).notes] == [path]
+        assert find_on_disk(tmp_path, path) == str(folder / "deep.md")
+        assert find_on_disk(tmp_path, "d/" * 1000 + "gone.md") is None
+        assert read_vault_note(tmp_path, path).text == "deep [[top]]\n"
+    finally:  # deepest first: pytest's own tmp cleanup (shutil.rmtree) recurses per folder and would fail the run
+        (folder / "deep.md").unlink()
+        while folder != tmp_path:
+            folder.rmdir()
+            folder = folder.parent
