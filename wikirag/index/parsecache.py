@@ -15,6 +15,7 @@ import sqlite3
 import threading
 import time
 import zlib
+from collections.abc import Iterable
 from dataclasses import MISSING, asdict
 from pathlib import Path
 from typing import Any
@@ -215,17 +216,10 @@ def save_parse_cache(workspace_dir: Path, encoding: str, notes: dict[str, Parsed
     now = time.time_ns()
     try:
         with index_db_transaction(workspace_dir) as conn:
-            if get_doc(conn, "parse_cache") != _key(encoding):
-                conn.execute("DELETE FROM parsed_notes")
-                conn.execute("DELETE FROM parsed_stats")
-                conn.execute("DELETE FROM parsed_figures")
+            if _emptied_for_version(conn, encoding):
                 cached = {}
-                put_doc(conn, "parse_cache", _key(encoding))
             changed = [p for p in notes if p in body_tokens and (p not in cached or cached[p][0] != digests[p])]
-            gone = [(p,) for p in cached if p not in notes]
-            conn.executemany("DELETE FROM parsed_notes WHERE path = ?", gone)
-            conn.executemany("DELETE FROM parsed_stats WHERE path = ?", gone)
-            conn.executemany("DELETE FROM parsed_figures WHERE path = ?", gone)
+            _delete_rows(conn, [p for p in cached if p not in notes])
             old_figures = getattr(cached, "figures", {})
             conn.executemany("INSERT OR REPLACE INTO parsed_figures (path, digest, body, prose, covered) "
                              "VALUES (?, ?, ?, ?, ?)", [(p, digests[p], *f) for p, f in sorted((figures or {}).items())
@@ -255,17 +249,12 @@ def refresh_parse_cache(workspace_dir: Path, encoding: str, vault: Any, body_tok
     racy = {p for p in paths if p in vault.clean and p in vault.stats and vault.stats[p][1] >= now - RACY_NS}
     try:
         with index_db_transaction(workspace_dir) as conn:
-            if get_doc(conn, "parse_cache") != _key(encoding):  # another version's rows: none are kept
-                for table in ("parsed_notes", "parsed_stats", "parsed_figures"):
-                    conn.execute(f"DELETE FROM {table}")
-                put_doc(conn, "parse_cache", _key(encoding))
+            _emptied_for_version(conn, encoding)
             digests = dict(conn.execute("SELECT path, digest FROM parsed_notes").fetchall())
             stats = {p: (size, mtime, mtime < written - RACY_NS) for p, size, mtime, written
                      in conn.execute("SELECT path, size, mtime_ns, written_ns FROM parsed_stats").fetchall()}
             kept = {p for p in paths if p in vault.notes and p in body_tokens}
-            gone = [(p,) for p in paths - kept]
-            for table in ("parsed_notes", "parsed_stats", "parsed_figures"):
-                conn.executemany(f"DELETE FROM {table} WHERE path = ?", gone)
+            _delete_rows(conn, paths - kept)
             conn.executemany("INSERT OR REPLACE INTO parsed_notes (path, digest, note, tokens) VALUES (?, ?, ?, ?)",
                              [(p, vault.digests[p], _row_text(vault.notes[p]), body_tokens[p]) for p in sorted(kept)
                               if digests.get(p) != vault.digests[p]])
@@ -277,3 +266,24 @@ def refresh_parse_cache(workspace_dir: Path, encoding: str, vault: Any, body_tok
     except (sqlite3.Error, OSError):
         return set()
     return racy
+
+
+_TABLES = ("parsed_notes", "parsed_stats", "parsed_figures")  # a note's rows: each keyed by its path
+
+
+def _emptied_for_version(conn: sqlite3.Connection, encoding: str) -> bool:
+    """Delete every row when they were written by another cache version or encoding (and record this one's):
+    True when it did."""
+    if get_doc(conn, "parse_cache") == _key(encoding):
+        return False
+    for table in _TABLES:
+        conn.execute(f"DELETE FROM {table}")
+    put_doc(conn, "parse_cache", _key(encoding))
+    return True
+
+
+def _delete_rows(conn: sqlite3.Connection, paths: Iterable[str]) -> None:
+    """Delete the notes' rows from every table."""
+    gone = [(p,) for p in paths]
+    for table in _TABLES:
+        conn.executemany(f"DELETE FROM {table} WHERE path = ?", gone)
