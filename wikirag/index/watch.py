@@ -220,8 +220,10 @@ def _schedule(observer: Any, collector: EventCollector, vault: Path) -> None:
     # The absolute path: watchdog's inotify tree dropped every subfolder of a relative root such as "."
     # ("Path b'./people' is not under watched root b'.'"), so `wikirag watch .` missed their saves.
     observer.schedule(collector, str(vault.resolve()), recursive=True)
-    if (settings := settings_folder(vault)) is not None:
+    settings = settings_folder(vault)
+    if settings is not None:
         observer.schedule(collector, settings, recursive=False)
+    collector.follow_settings(settings)  # the same folder: a replaced vault's link may point elsewhere
 
 
 class _ParseCacheSync:

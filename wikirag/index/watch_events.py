@@ -55,11 +55,15 @@ class EventCollector(FileSystemEventHandler):
         # read may find a link that reads them (the first read finds every link; a read made for a new link).
         self._held: list[str] | None = []
         # Obsidian's Excluded files: in a dot-folder no note is read from, yet they decide which notes count.
-        # Where `.obsidian` is a symlink, its target's events name the target's path (settings_folder).
+        # Where `.obsidian` is a symlink, its target's events name the target's path (follow_settings).
         self._app_json = os.path.join(self.root, *APP_JSON.split("/"))
-        folder = settings_folder(Path(self.root))
-        self._app_jsons = {self._app_json, *([os.path.join(folder, "app.json")] if folder else [])}
+        self._app_jsons = {self._app_json}
         self._settings_touched = False
+
+    def follow_settings(self, folder: str | None) -> None:
+        """Take the app.json of `folder`, the target of a symlinked `.obsidian` (settings_folder), as the vault's:
+        its events name the target's path."""
+        self._app_jsons = {self._app_json, *([os.path.join(folder, "app.json")] if folder else [])}
 
     def touched(self, reals: Iterable[str], symlinks: Symlinks) -> tuple[set[str], bool]:
         """The vault paths (as on disk) that events at `reals` touch, their own and those of the links that read
