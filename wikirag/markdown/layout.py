@@ -60,6 +60,14 @@ class Layout:
     line_starts: list[int] = field(default_factory=list)
 
 
+def _fence_length(text: str) -> int:
+    """The length of the fence `text` opens, 0 for none (a backtick fence's info string holds no backtick)."""
+    m = _FENCE_OPEN.match(text)
+    if m is None or (text[0] == "`" and "`" in m.group(2)):
+        return 0
+    return len(m.group(1))
+
+
 def _backtick_closer(n: int) -> re.Pattern[str]:
     pattern = _BACKTICK_CLOSERS.get(n)
     if pattern is None:
@@ -261,17 +269,13 @@ class _Scanner:
             return False
         first = stripped[0]
         near = indent < 4 or self.in_list
-        if near and (first == "`" or first == "~"):
-            m = _FENCE_OPEN.match(stripped)
-            if m and (first == "~" or "`" not in m.group(2)):
-                self.flush()
-                if self.mode != _NORMAL:
-                    return True
-                self.mode = _FENCE
-                self.fence_char, self.fence_len, self.fence_quoted = first, len(m.group(1)), quoted
-                self.fence_col = self.item_col if self.in_list and indent >= self.item_col else 0
-                self.out.ignored.append((start, end))
-                return False
+        if near and (first == "`" or first == "~") and (length := _fence_length(stripped)):
+            self.flush()
+            if self.mode != _NORMAL:
+                return True
+            col = self.item_col if self.in_list and indent >= self.item_col else 0
+            self.open_fence(first, length, quoted, col, start, end)
+            return False
         if near and first == "$" and stripped.startswith("$$"):
             self.flush()
             if self.mode != _NORMAL:
@@ -365,14 +369,16 @@ class _Scanner:
             if item is None:
                 break
             stripped, at = content, item.end()  # a list item holding a list item: read past its marker too
-        fence = _FENCE_OPEN.match(content) if content[0] in "`~" else None
-        if fence is None or (content[0] == "`" and "`" in fence.group(2)):
-            return False
+        length = _fence_length(content) if content[0] in "`~" else 0
+        if length:  # the fence starts the item's text: the block ends at a line indented less than it
+            self.open_fence(content[0], length, quoted, indent + len(line) - len(content), start, end)
+        return length > 0
+
+    def open_fence(self, char: str, length: int, quoted: bool, col: int, start: int, end: int) -> None:
+        """Enter a fenced code block; `col`: the list item's text column it ends below (0: none)."""
         self.mode = _FENCE
-        self.fence_char, self.fence_len, self.fence_quoted = content[0], len(fence.group(1)), quoted
-        self.fence_col = indent + len(line) - len(content)  # the item's text starts with the fence
+        self.fence_char, self.fence_len, self.fence_quoted, self.fence_col = char, length, quoted, col
         self.out.ignored.append((start, end))
-        return True
 
     @staticmethod
     def _table_starts(i: int, lines: list[str], n: int) -> bool:
