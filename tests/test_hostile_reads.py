@@ -338,6 +338,8 @@ def test_terminal_controls_in_names_and_text_are_shown_not_obeyed(tmp_path, fast
     vault.mkdir()
     (vault / "Line\nbreak.md").write_text("A note whose name breaks a table row, about ciphers.\n")
     (vault / "Bidi.md").write_text("Ciphers \u202eseulav desrever\u202c and a bell \x07 ring.\n")
+    (vault / "Para\u2028graph.md").write_text("A line separator in the name, about ciphers.\n")
+    (vault / "Bi\u200bdi.md").write_text("Looks like Bidi but holds a zero-width space: ciphers.\n")
     assert invoke("index", str(vault)).exit_code == 0
     for args in (["search", "ciphers", "--vault", str(vault)], ["stats", str(vault)],
                  ["query", "ciphers", "--vault", str(vault), "-m", "naive"]):
@@ -345,8 +347,10 @@ def test_terminal_controls_in_names_and_text_are_shown_not_obeyed(tmp_path, fast
         assert result.exit_code == 0, (args, result.output)
         assert "\u202e" not in result.output and "\x07" not in result.output, args
         assert "Line\nbreak" not in result.output, args
+        assert "\u2028" not in result.output and "Bi\u200bdi" not in result.output, args
     shown = invoke("search", "ciphers", "--vault", str(vault)).output
     assert "Line\\x0abreak.md" in shown and "\\u202e" in shown
+    assert "Para\\u2028graph.md" in shown and "Bi\\u200bdi.md" in shown
 
 
 @pytest.fixture

@@ -26,10 +26,15 @@ LIST_LIMIT = 10  # rows shown per list; --json has them all
 
 # Characters a terminal obeys rather than shows: C0 and C1 controls, DEL, and the bidirectional embeddings,
 # overrides and isolates (U+202E in a note reversed the rest of its line; a newline in a file name broke a
-# table row). Shown as escapes; newlines in a passage are kept, newlines in a name are not.
+# table row), and the line and paragraph separators (U+2028, U+2029: a line break to some terminals and viewers).
+# Shown as escapes; newlines in a passage are kept, newlines in a name are not.
 _OBEYED = {c: f"\\x{c:02x}" for c in [*range(0x20), *range(0x7F, 0xA0)]}
-_OBEYED.update({c: f"\\u{c:04x}" for c in [*range(0x202A, 0x202F), *range(0x2066, 0x206A)]})
+_OBEYED.update({c: f"\\u{c:04x}" for c in [*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x2028, 0x2029]})
 _OBEYED_IN_BLOCK = {c: v for c, v in _OBEYED.items() if chr(c) not in "\n\t"}
+# In a name (not in a passage): the characters that show as nothing, so that two names looking alike (`Note`,
+# `No\u200bte`) read apart: zero-width space, word joiner and BOM, the direction marks. Not the zero-width
+# (non-)joiners U+200C/U+200D, which Persian and Indic names and emoji sequences need.
+_OBEYED.update({c: f"\\u{c:04x}" for c in (0x200B, 0x200E, 0x200F, 0x061C, 0x2060, 0xFEFF)})
 
 
 def shown(text: str, *, block: bool = False) -> str:
