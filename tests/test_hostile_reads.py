@@ -120,6 +120,12 @@ def test_get_note_reads_notes_named_in_nfd_and_written_with_a_bom(vault):
     assert _engine_call(vault, "neighbors", "C#").links[0].note == "C.md"
 
 
+@pytest.mark.parametrize("written", ["[[BomAlias]]", "![[bom]]", "[[bom#A heading|shown]]", "[[bom\\|shown]]",
+                                     " ![[Bom Title#^block]] "])
+def test_get_note_takes_a_link_or_embed_as_a_note_writes_it(vault, written):
+    assert _engine_call(vault, "get_note", written).path == "bom.md"
+
+
 def test_get_note_of_a_note_gone_from_disk_names_it(vault):
     (vault / "Go.md").unlink()
     with pytest.raises(QueryFailed, match=r"Go\.md.*vanished"):

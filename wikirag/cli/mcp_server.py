@@ -223,7 +223,7 @@ def build_server(config: WikiragConfig, *, watch: bool = False, llm_func: Any = 
 
     @server.tool(annotations=READ_ONLY)
     async def neighbors(
-        note: Annotated[str, Field(min_length=1, description="Vault path, title or alias")],
+        note: Annotated[str, Field(min_length=1, description="Vault path, title, alias or [[link]]")],
         ctx: Context,
         depth: Annotated[int, Field(ge=1, le=3, description="1: links and backlinks; 2-3: the graph further out")]
         = 1,

@@ -175,10 +175,13 @@ class NoteTable:
     def resolve(self, path_or_title: str) -> str | None:
         """A note by vault path (with or without .md), title, alias or file name, as Obsidian resolves
         [[links]]: an exact path first, then the shortest path among notes so named. The name is tried whole
-        before `|` and `#` are read as link syntax: files may be named "C#.md" or " draft .md"."""
+        before `|` and `#` are read as link syntax: files may be named "C#.md" or " draft .md". A link or embed
+        as written in a note (`[[X#Heading|shown]]`, `![[X]]`, `[[X\\|shown]]` in a table) names X."""
         text = path_or_title.strip()
-        link = text.removeprefix("[[").removesuffix("]]")
-        for raw in dict.fromkeys((path_or_title, text, link, link.split("|")[0].split("#")[0].strip())):
+        link = text.removeprefix("!") if text.startswith("![[") else text
+        link = link.removeprefix("[[").removesuffix("]]")
+        target = link.split("|")[0].removesuffix("\\").split("#")[0].strip()
+        for raw in dict.fromkeys((path_or_title, text, link, target)):
             if found := self._lookup(raw):
                 return found
         return None
