@@ -50,9 +50,8 @@ def _refused_in_one_line(vault: Path, config) -> None:
         result = CliRunner().invoke(app, [*command, *where])
         assert result.exit_code == 1, (command, result.output)
         lines = [line for line in result.output.splitlines() if line.strip()]
-        assert lines == [f"Error: {config.workspace_dir}: a `wikirag index --rebuild` was cut short (or is still "
-                         f"running), so the index is incomplete; run `wikirag index {config.vault}` to finish it"], \
-            (command, result.output)
+        assert lines == [f"Error: {config.workspace_dir}: a `wikirag index --rebuild` was cut short, so the index "
+                         f"is incomplete; run `wikirag index {config.vault}` to finish it"], (command, result.output)
 
 
 def _finished_by_the_next_index(vault: Path, config) -> None:
@@ -84,3 +83,29 @@ def test_a_rebuild_that_finishes_leaves_no_marker_and_readers_read(indexed):
     assert not (config.workspace_dir / REBUILD_MARKER).exists()
     result = CliRunner().invoke(app, ["search", "Bombe", "--vault", str(vault)])
     assert result.exit_code == 0 and "Bombe" in result.output, result.output
+
+
+def test_readers_of_a_rebuild_still_running_are_told_to_wait(indexed, tmp_path):
+    """The marker names the process writing it: while that process runs, a reader is told the rebuild is running
+    (not that it was cut short, which would send the user to start a second writer); once it is gone, cut short."""
+    import json
+    import socket
+    import subprocess
+    import sys
+
+    vault, config = indexed
+    writer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    marker = config.workspace_dir / REBUILD_MARKER
+    try:
+        marker.write_text(json.dumps({"wiped": True, "pid": writer.pid, "host": socket.gethostname()}))
+        result = CliRunner().invoke(app, ["search", "Bombe", "--vault", str(vault)])
+        assert result.exit_code == 1 and result.output.strip().count("\n") == 0, result.output
+        assert f"a `wikirag index --rebuild` is running (process {writer.pid})" in result.output, result.output
+    finally:
+        writer.kill()
+        writer.wait()
+    result = CliRunner().invoke(app, ["search", "Bombe", "--vault", str(vault)])
+    assert result.exit_code == 1 and "was cut short" in result.output, result.output
+    marker.write_text(json.dumps({"wiped": True, "pid": writer.pid, "host": "another-machine"}))
+    result = CliRunner().invoke(app, ["search", "Bombe", "--vault", str(vault)])
+    assert result.exit_code == 1 and "was cut short" in result.output, result.output

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import socket
 from typing import Any
 
 from wikirag.errors import StoreMismatch
@@ -60,10 +62,42 @@ def rebuild_unfinished(config: WikiragConfig) -> bool:
 
 
 def refuse_unfinished(config: WikiragConfig) -> None:
-    """For a reader: an index whose rebuild was cut short holds some of the vault's notes, or none."""
-    if rebuild_unfinished(config):
-        raise StoreMismatch(f"{config.workspace_dir}: a `wikirag index --rebuild` was cut short (or is still "
-                            f"running), so the index is incomplete; run `wikirag index {config.vault}` to finish it")
+    """For a reader: an index whose rebuild was cut short, or is still running, holds some of the vault's notes,
+    or none. Which of the two: whether the process the marker names still runs on this machine."""
+    if not rebuild_unfinished(config):
+        return
+    writer = _running_writer(config)
+    if writer is not None:
+        raise StoreMismatch(f"{config.workspace_dir}: a `wikirag index --rebuild` is running (process {writer}), "
+                            "so the index is incomplete until it ends; try again then")
+    raise StoreMismatch(f"{config.workspace_dir}: a `wikirag index --rebuild` was cut short, so the index is "
+                        f"incomplete; run `wikirag index {config.vault}` to finish it")
+
+
+def _marker(**recorded: Any) -> str:
+    """The marker's text: what the rebuild records, and which process on which machine writes it."""
+    return json.dumps({**recorded, "pid": os.getpid(), "host": socket.gethostname()})
+
+
+def _running_writer(config: WikiragConfig) -> int | None:
+    """The process that wrote the marker, when it runs on this machine still (POSIX: a signal 0 only asks; on
+    Windows os.kill would end it). A process since ended whose number was taken again reads as running: the
+    message then says "running" for a rebuild cut short, which `wikirag index` still finishes."""
+    try:
+        recorded = json.loads((config.workspace_dir / REBUILD_MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    pid = recorded.get("pid") if isinstance(recorded, dict) else None
+    if (os.name != "posix" or not isinstance(pid, int) or pid <= 0 or pid == os.getpid()
+            or recorded.get("host") != socket.gethostname()):  # this process's own rebuild has ended: it reads
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except OSError:  # PermissionError: it runs, as another user
+        return pid
+    return pid
 
 
 def finish_rebuild(config: WikiragConfig) -> None:
@@ -98,15 +132,14 @@ async def wipe_workspace(config: WikiragConfig, *, keep_llm_cache: bool, embeddi
         carried = {}
     drop_manifest(config.workspace_dir)  # first: a wipe cut short must not leave "nothing changed" behind
     config.workspace_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(config.workspace_dir / REBUILD_MARKER,
-                      json.dumps({"keep_llm_cache": keep_llm_cache, "carried": carried}))
+    atomic_write_text(config.workspace_dir / REBUILD_MARKER, _marker(keep_llm_cache=keep_llm_cache, carried=carried))
     if config.storage.uses_postgres:  # every LightRAG and ledger row of this workspace
         drop_workspace(config.storage, config.workspace, keep=LLM_CACHE_TABLES if keep_llm_cache else ())
     wipe_store_files(config.workspace_dir, keep=(*(LLM_CACHE_FILES if keep_llm_cache else ()), REBUILD_MARKER))
     await drop_server_storages(config, keep_llm_cache=keep_llm_cache, embedding_func=embedding_func)
     if carried:  # before the marker goes: a kill between the two would lose a batch paid for (its notes asked again)
         _carry_over(config, carried)
-    atomic_write_text(config.workspace_dir / REBUILD_MARKER, json.dumps({"wiped": True}))
+    atomic_write_text(config.workspace_dir / REBUILD_MARKER, _marker(wiped=True))
     return carried
 
 
