@@ -776,3 +776,47 @@ def test_tend_changed_tables_only_analyzes_on_a_server_of_your_own(settings):
     finally:
         with connect(settings, autocommit=True) as conn:
             conn.execute("DROP TABLE IF EXISTS lightrag_tend_own")
+
+
+def test_readers_on_another_machine_are_refused_a_rebuild_not_finished(pg, settings, vector, tmp_path, monkeypatch):
+    """With the ledger on PostgreSQL, a rebuild's local marker is not seen by a reader on another machine (another
+    store folder, the same workspace), which answered from the few notes written so far. The new ledger's head
+    says a rebuild is under way until a run has written every note again."""
+    from typer.testing import CliRunner
+
+    from tests.test_rebuild_readers import _failing_after
+    from wikirag.cli import app
+    from wikirag.cli.doctor import run_doctor
+    from wikirag.errors import EmbeddingFailed
+    from wikirag.index.run import run_index
+    from wikirag.settings import load_config
+
+    vault = copy_vault(SAMPLE, tmp_path / "vault")
+    (vault / "wikirag.toml").write_text('workspace = "elsewhere"\n[storage]\nbackend = "postgres"\n')
+    for name, value in pg.env().items():
+        monkeypatch.setenv(name, value)
+    here, there = tmp_path / "here", tmp_path / "there"
+    config = load_config(vault, store=here)
+    drop_workspace(config.storage, "elsewhere")
+    run_index(config, embedding_func=HashEmbedding().func())
+    for cached in here.rglob("wikirag_vectors.sqlite"):
+        cached.unlink()  # each vector embedded again: the embedding API goes away after the wipe
+    with pytest.raises(EmbeddingFailed):
+        run_index(config, rebuild=True, embedding_func=_failing_after(3))
+
+    def search(store):
+        return CliRunner().invoke(app, ["search", "Bombe", "--vault", str(vault), "--store", str(store)])
+
+    refused = search(there)
+    assert refused.exit_code == 1 and refused.output.count("\n") == 1, refused.output
+    assert "a `wikirag index --rebuild` on " in refused.output and "has not written every note again" in \
+        refused.output, refused.output
+    other = load_config(vault, store=there)
+    assert {c.name: c.status for c in run_doctor(other).checks}["store"] == "warn"
+    run_index(other, embedding_func=HashEmbedding().func())  # the other machine finishes it
+    found = search(there)
+    assert found.exit_code == 0 and "Bombe" in found.output, found.output
+    assert "was cut short" in search(here).output  # here, the local marker stays until a run here ends it
+    run_index(config, embedding_func=HashEmbedding().func())
+    assert search(here).exit_code == 0
+    drop_workspace(config.storage, "elsewhere")

@@ -8,7 +8,8 @@
 5. the workspace on the servers LightRAG's storages are passed through to (lightrag.server_drop);
 6. what the rebuild carries (a submitted batch) into the new ledger's head;
 7. the marker says the wipe is done (`{"wiped": true}`); it goes when a run (this one, or the next `index` or
-   `watch` after it was cut short) has written every note again (`finish_rebuild`, index.run).
+   `watch` after it was cut short) has written every note again (`finish_rebuild`, index.run). With the ledger
+   on PostgreSQL, the new ledger's head says so too (`rebuilding`), for readers on other machines.
 
 The ledger goes before the servers are emptied: a ledger that outlived them would say every note is written.
 A run that finds the marker was cut short somewhere in 3-6: `index` does the whole wipe again before it reads
@@ -35,6 +36,9 @@ from wikirag.storage.fs import LLM_CACHE_FILES, atomic_write_text, wipe_store_fi
 from wikirag.storage.ledger_store import LLM_CACHE_TABLES, drop_workspace, ledger_store
 
 REBUILD_MARKER = "wikirag_rebuild.json"
+# The ledger head's key saying a rebuild's wipe is done and its notes are not all written again: the local
+# marker's `{"wiped": true}` where readers on other machines find it, when the ledger lives on PostgreSQL
+REBUILDING = "rebuilding"
 
 
 def rebuild_pending(config: WikiragConfig) -> dict[str, Any] | None:
@@ -74,9 +78,25 @@ def refuse_unfinished(config: WikiragConfig) -> None:
                         f"incomplete; run `wikirag index {config.vault}` to finish it")
 
 
+def refuse_rebuilding(config: WikiragConfig, meta: dict[str, Any] | None) -> None:
+    """For a reader, given its ledger head's meta: a rebuild (on any machine using the same database) whose notes
+    are not all written again. The local marker (`refuse_unfinished`) says more on the machine that rebuilds."""
+    writer = (meta or {}).get(REBUILDING)
+    if writer is None:
+        return
+    where = f" on {writer.get('host')} (process {writer.get('pid')})" if isinstance(writer, dict) else ""
+    raise StoreMismatch(f"{config.workspace_dir}: a `wikirag index --rebuild`{where} has not written every note "
+                        f"again, so the index is incomplete; wait for it to end, or if it was cut short run "
+                        f"`wikirag index {config.vault}` to finish it")
+
+
+def _writer() -> dict[str, Any]:
+    return {"pid": os.getpid(), "host": socket.gethostname()}
+
+
 def _marker(**recorded: Any) -> str:
     """The marker's text: what the rebuild records, and which process on which machine writes it."""
-    return json.dumps({**recorded, "pid": os.getpid(), "host": socket.gethostname()})
+    return json.dumps({**recorded, **_writer()})
 
 
 def _running_writer(config: WikiragConfig) -> int | None:
@@ -100,8 +120,11 @@ def _running_writer(config: WikiragConfig) -> int | None:
     return pid
 
 
-def finish_rebuild(config: WikiragConfig) -> None:
-    """A run wrote every note (nothing waits in the ledger): a rebuild whose wipe was done is finished."""
+def finish_rebuild(config: WikiragConfig, ledger: Ledger | None = None) -> None:
+    """A run wrote every note (nothing waits in the ledger): a rebuild whose wipe was done is finished, here
+    and, when the run's `ledger` says so, for readers on other machines."""
+    if ledger is not None and ledger.meta.pop(REBUILDING, None) is not None:
+        ledger.save()
     if rebuild_unfinished(config) and rebuild_pending(config) is None:
         (config.workspace_dir / REBUILD_MARKER).unlink(missing_ok=True)
 
@@ -137,8 +160,9 @@ async def wipe_workspace(config: WikiragConfig, *, keep_llm_cache: bool, embeddi
         drop_workspace(config.storage, config.workspace, keep=LLM_CACHE_TABLES if keep_llm_cache else ())
     wipe_store_files(config.workspace_dir, keep=(*(LLM_CACHE_FILES if keep_llm_cache else ()), REBUILD_MARKER))
     await drop_server_storages(config, keep_llm_cache=keep_llm_cache, embedding_func=embedding_func)
-    if carried:  # before the marker goes: a kill between the two would lose a batch paid for (its notes asked again)
-        _carry_over(config, carried)
+    head = {**carried, **({REBUILDING: _writer()} if config.storage.uses_postgres else {})}
+    if head:  # before the marker goes: a kill between the two would lose a batch paid for (its notes asked again)
+        _carry_over(config, head)
     atomic_write_text(config.workspace_dir / REBUILD_MARKER, _marker(wiped=True))
     return carried
 

@@ -29,7 +29,7 @@ from wikirag.index.live import LiveRun
 from wikirag.index.manifest import drop_manifest, load_unchanged, save_manifest, stat_signature
 from wikirag.index.parsecache import load_parse_cache, save_parse_cache
 from wikirag.index.planning import DERIVATION_VERSION, Plan, plan_index, stable_digest
-from wikirag.index.rebuild import finish_rebuild, rebuild_pending, refuse_while_pending, wipe_workspace
+from wikirag.index.rebuild import REBUILDING, finish_rebuild, rebuild_pending, refuse_while_pending, wipe_workspace
 from wikirag.index.report import IndexReport, Progress, fill_plan_counts, fill_totals
 from wikirag.index.store_model import adopt_store_embedding, require_store_embedding, require_store_targets
 from wikirag.index.summaries import MODE_KEY, TODO_KEY, summary_work
@@ -209,13 +209,14 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
         if (not plan.to_process and not plan.deleted and ledger.pending.empty()
                 and search_files_ready(config.workspace_dir) and not summary_work(ledger, plan.llm_model)):
             fill_totals(report, ledger)
-            finish_rebuild(config)  # a rebuild cut short after its wipe, with every note written since
+            finish_rebuild(config, ledger)  # a rebuild cut short after its wipe, with every note written since
             _remember_clean_run(config, files, plan, report)
             report.seconds = round(time.perf_counter() - started, 3)
             return report
 
         # batch: a submitted one; summaries: the mode and to-do list of description summaries
-        kept = {k: v for k, v in ledger.meta.items() if k in ("names_digest", "batch", MODE_KEY, TODO_KEY)}
+        kept = {k: v for k, v in ledger.meta.items()
+                if k in ("names_digest", "batch", MODE_KEY, TODO_KEY, REBUILDING)}
         ledger.meta = {**_store_meta(config), **kept}
         counter = engine_kwargs.pop("embedding_counter", None) or EmbeddingCounter()
         calls_before, texts_before = counter.calls, counter.texts
@@ -250,7 +251,7 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
                                             "notes_indexed": len(plan.to_process), "notes_deleted": len(plan.deleted)})
         fill_totals(report, ledger, records)
         if ledger.pending.empty() and not report.interrupted:
-            finish_rebuild(config)  # every note written: readers may read the rebuilt index
+            finish_rebuild(config, ledger)  # every note written: readers may read the rebuilt index
         if ledger.pending.empty() and not summary_work(ledger, plan.llm_model):
             _remember_clean_run(config, files, plan, report)
     if config.storage.uses_postgres:

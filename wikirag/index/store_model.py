@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from wikirag.errors import StoreMismatch
-from wikirag.index.rebuild import rebuild_pending, refuse_unfinished
+from wikirag.index.rebuild import rebuild_pending, refuse_rebuilding, refuse_unfinished
 from wikirag.lightrag.embeddings import LOCAL_MODELS, MINILM_DIM
 from wikirag.lightrag.engine import embedding_spec
 from wikirag.settings import WikiragConfig, follow_store_embedding
@@ -36,6 +36,8 @@ def adopt_store_embedding(config: WikiragConfig, *, writer: bool = False) -> str
     if not writer:
         refuse_unfinished(config)
     meta = recorded_meta(config.storage, config.workspace_dir, config.workspace)
+    if not writer:
+        refuse_rebuilding(config, meta)  # one on another machine, with the ledger on PostgreSQL
     if writer and meta is not None:
         require_store_targets(config, meta.get("servers"))
     recorded = None if meta is None else meta.get("embedding") or ""
