@@ -15,7 +15,7 @@ from wikirag.errors import VaultNotFound
 from wikirag.vault.ignore import IgnoreRules
 from wikirag.vault.links import LinkIndex
 from wikirag.vault.model import Vault
-from wikirag.vault.on_disk import find_on_disk
+from wikirag.vault.on_disk import find_on_disk, walk_folders
 from wikirag.vault.read import NOT_REGULAR, read_note, read_vault_note, scan_vault
 
 needs_symlinks = pytest.mark.skipif(os.name == "nt", reason="needs symlinks")
@@ -655,6 +655,35 @@ def test_a_note_a_thousand_folders_deep_is_found_on_disk(tmp_path: Path) -> None
         assert read_vault_note(tmp_path, path).text == "deep [[top]]\n"
     finally:  # deepest first: pytest's own tmp cleanup (shutil.rmtree) recurses per folder and would fail the run
         (folder / "deep.md").unlink()
+        while folder != tmp_path:
+            folder.rmdir()
+            folder = folder.parent
+
+
+def test_walk_folders_is_os_walk_without_the_recursion(tmp_path: Path) -> None:
+    """The same folders, names and order as os.walk (top down), pruned in place the same way, symlinked folders
+    listed and not entered; and no RecursionError at depth 1,500 (Python 3.11's os.walk raises one)."""
+    folder = tmp_path / "deep"
+    for _ in range(1500):
+        folder = folder / "d"
+        folder.mkdir(parents=True)
+    for rel in ("a/b/n.md", "a/c/n.md", "a/.hidden/n.md", "x.md"):
+        (tmp_path / "tree" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "tree" / rel).write_text("n\n")
+    (tmp_path / "tree" / "link").symlink_to(tmp_path / "tree" / "a", target_is_directory=True)
+
+    def walked(walk, top: Path) -> list:
+        out = []
+        for dirpath, dirnames, filenames in walk(top):
+            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+            out.append((dirpath, list(dirnames), list(filenames)))
+        return out
+
+    try:
+        assert walked(walk_folders, tmp_path / "tree") == walked(os.walk, tmp_path / "tree")
+        assert not any(".hidden" in dirpath or "/link" in dirpath for dirpath, _, _ in walked(walk_folders, tmp_path))
+        assert len(walked(walk_folders, tmp_path / "deep")) == 1501
+    finally:  # deepest first: pytest's own tmp cleanup (shutil.rmtree) recurses per folder
         while folder != tmp_path:
             folder.rmdir()
             folder = folder.parent

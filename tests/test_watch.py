@@ -674,3 +674,55 @@ def test_a_change_to_excluded_files_waits_for_the_vault_to_be_quiet(tmp_path):
     assert not collector.take_settings_touched(quiet_seconds=STUCK)  # the checkout goes on
     assert collector.take_settings_touched(quiet_seconds=0)
     assert not collector.take_settings_touched(quiet_seconds=0)  # taken once
+
+
+def _nested(top: Path, depth: int) -> Path:
+    """`depth` folders named d, each in the one before, under `top`; the deepest."""
+    folder = top
+    for _ in range(depth):
+        folder = folder / "d"
+        folder.mkdir(parents=True)
+    return folder
+
+
+def _remove_deep(top: Path) -> None:
+    """shutil.rmtree without its call per folder (pytest's own tmp cleanup would fail on a deep tree): files
+    first, then folders deepest first."""
+    from wikirag.vault.on_disk import walk_folders
+
+    for folder, _dirnames, filenames in reversed(list(walk_folders(top))):
+        for name in filenames:
+            os.unlink(os.path.join(folder, name))
+        os.rmdir(folder)
+
+
+def test_a_vault_a_thousand_folders_deep_is_watched_to_the_bottom(tmp_path):
+    """Found by fuzzing: watchdog adds a recursive watch's folders with os.walk, which Python 3.11 runs a call per
+    folder, so `watch` on a vault ~1,000 folders deep died at start with RecursionError. A deep folder moved in
+    brings an event per folder in it, and apply_paths walked the folder again for each (more than 300 s here);
+    the edit at its bottom is seen only if watchdog's walk of it, in its own thread, got through too."""
+    vault, staging = tmp_path / "vault", tmp_path / "staging"
+    vault.mkdir()
+    (vault / "Top.md").write_text("Top.\n")
+    bottom = _nested(vault, 1000)
+    (bottom / "Deep.md").write_text("Deep, under a thousand folders; see [[Top]].\n")
+    moved_bottom = vault / "e" / _nested(staging / "e", 999).relative_to(staging / "e")
+    (staging / "e" / moved_bottom.relative_to(vault / "e") / "Moved.md").write_text("Moved in whole.\n")
+    try:
+        with Watcher(vault, tmp_path / "store") as watcher:
+            assert "d/" * 1000 + "Deep.md" in ledger_doc(watcher.config.workspace_dir)["notes"]
+            (bottom / "Deep.md").write_text("Deep, edited; see [[Top]] and [[Later]].\n")
+            (bottom / "Later.md").write_text("Later, made at the bottom.\n")
+            watcher.settle()
+            (staging / "e").rename(vault / "e")  # one event, for the top folder: the batch reads the rest
+            watcher.settle()
+            (moved_bottom / "Moved.md").write_text("Moved in whole, then edited there.\n")  # watched once moved in
+            watcher.settle()
+        assert not [b for b in watcher.batches if b.error], watcher.batches
+        notes = ledger_doc(watcher.config.workspace_dir)["notes"]
+        assert {"d/" * 1000 + "Later.md", "e/" + "d/" * 999 + "Moved.md"} <= set(notes)
+        assert snapshot(watcher.config) == fresh_snapshot(vault, tmp_path / "fresh")
+    finally:
+        for top in (vault, staging):
+            if top.exists():
+                _remove_deep(top)

@@ -34,6 +34,7 @@ from typing import Any
 from wikirag.errors import StoreLocked, WikiragError
 from wikirag.index.report import IndexReport
 from wikirag.settings import WikiragConfig
+from wikirag.vault.on_disk import walk_folders
 
 _MAX_LINE = 1 << 20  # the longest request the watch reads: one is a few hundred bytes
 # How long the watch waits for a connected client's request (`index` sends it at once): a client that sends
@@ -108,7 +109,7 @@ def code_stamp() -> str:
 
     root = Path(__file__).resolve().parents[1]
     count, newest = 0, 0
-    for dirpath, dirnames, filenames in os.walk(root):
+    for dirpath, dirnames, filenames in walk_folders(root):
         dirnames[:] = [d for d in dirnames if d != "__pycache__"]
         for name in filenames:
             if name.endswith(".py"):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -217,6 +218,7 @@ async def watch_vault(
 def _schedule(observer: Any, collector: EventCollector, vault: Path) -> None:
     """Watch the vault folder, and `.obsidian` too when it is a symlink out of the vault (its app.json holds
     the Excluded files, and the vault's recursive watch does not follow the link)."""
+    _room_for_deep_walks()
     # The absolute path: watchdog's inotify tree dropped every subfolder of a relative root such as "."
     # ("Path b'./people' is not under watched root b'.'"), so `wikirag watch .` missed their saves.
     observer.schedule(collector, str(vault.resolve()), recursive=True)
@@ -224,6 +226,21 @@ def _schedule(observer: Any, collector: EventCollector, vault: Path) -> None:
     if settings is not None:
         observer.schedule(collector, settings, recursive=False)
     collector.follow_settings(settings)  # the same folder: a replaced vault's link may point elsewhere
+
+
+# A path's bytes past which os.scandir refuses it (Linux's PATH_MAX; less on macOS), so a walk of full paths
+# ends within half as many folders: each adds a slash and a name of at least one byte.
+_PATH_MAX = 4096
+
+
+def _room_for_deep_walks() -> None:
+    """Let watchdog's walks reach the deepest folder a path can name. Its inotify emitter adds a recursive watch's
+    folders with os.walk, which in Python 3.11 takes a frame per level (3.12's keeps a stack): a vault ~1,000
+    folders deep passed the recursion limit, at start and in the emitter's thread for a deep folder moved in.
+    The limit is raised for the process, by the 2,048 levels a walk can take past the default (their C stack,
+    ~1 MB, fits a thread's 8 MB); it is never lowered."""
+    if sys.version_info < (3, 12):
+        sys.setrecursionlimit(max(sys.getrecursionlimit(), 1000 + _PATH_MAX // 2))
 
 
 class _ParseCacheSync:

@@ -16,7 +16,7 @@ from watchdog.events import FileSystemEventHandler
 
 from wikirag.vault.ignore import APP_JSON, IgnoreRules
 from wikirag.vault.model import Vault
-from wikirag.vault.on_disk import Listings, nfc
+from wikirag.vault.on_disk import Listings, nfc, walk_folders
 from wikirag.vault.read import read_note, scan_files
 from wikirag.vault.symlinks import Symlinks
 
@@ -173,10 +173,16 @@ def apply_paths(vault: Vault, paths: set[str], reread: set[str] | None = None) -
     if any(vault.symlinks.touches(rel) or os.path.islink(vault.root / rel) for rel in paths):
         return True
     listings: Listings = {}  # the folders listed to find names spelled past ASCII, once a batch
+    # A folder moved in brings an event for each folder and file in it: each is read once, with the topmost.
+    walked: list[str] = []  # the folders walked, each with a slash after it
+    updated: set[str] = set()  # the files their walks brought up to date
     for rel in sorted(paths):
         abs_path = vault.root / rel
         if abs_path.is_dir():
-            for dirpath, dirnames, filenames in os.walk(abs_path):
+            if any(rel.startswith(folder) for folder in walked):
+                continue
+            walked.append(rel + "/")
+            for dirpath, dirnames, filenames in walk_folders(abs_path):
                 dirnames[:] = [d for d in dirnames if not d.startswith(".")]
                 filenames = [f for f in filenames if not f.startswith(".")]
                 if any(os.path.islink(os.path.join(dirpath, name)) for name in (*dirnames, *filenames)):
@@ -185,8 +191,9 @@ def apply_paths(vault: Vault, paths: set[str], reread: set[str] | None = None) -
                     child = (Path(dirpath) / name).relative_to(vault.root).as_posix()
                     if not ignored_path(child):
                         _update_file(vault, child, listings, reread)
-        else:  # also a file gone, or every file under a removed/moved-away folder: another spelling may remain
-            _update_file(vault, rel, listings, reread)
+                        updated.add(child)
+        elif rel not in updated:  # also a file gone, or every file under a removed/moved-away folder: another
+            _update_file(vault, rel, listings, reread)  # spelling may remain
     return False
 
 

@@ -1,5 +1,5 @@
 """Where a vault path is on disk: names compared in NFC (a vault written on macOS spells them in NFD), and of
-two spellings of one name the file the scan keeps."""
+two spellings of one name the file the scan keeps. And `walk_folders`, os.walk without its recursion."""
 
 from __future__ import annotations
 
@@ -75,6 +75,31 @@ def find_on_disk(root: Path, path: str, listings: Listings | None = None) -> str
             return where
         stack.append((where, tried(where, parts[len(stack)], len(stack) == last)))
     return None
+
+
+def walk_folders(top: str | Path) -> Iterator[tuple[str, list[str], list[str]]]:
+    """`os.walk(top)`, top down, with a stack instead of a call per folder: Python 3.11's os.walk recurses (3.12's
+    does not), and a folder a thousand levels deep passed the recursion limit. As with os.walk, a symlinked
+    folder is listed among the folders but not entered, pruning the folder names in place skips them, and a
+    folder that cannot be listed is passed over."""
+    stack = [os.fspath(top)]
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = list(listing)
+        except OSError:
+            continue
+        dirnames, filenames = [], []
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            (dirnames if is_dir else filenames).append(entry.name)
+        yield folder, dirnames, filenames
+        subfolders = (os.path.join(folder, name) for name in reversed(dirnames))  # popped in os.walk's order
+        stack.extend(path for path in subfolders if not os.path.islink(path))
 
 
 def _index(items: list[str], item: str, start: int) -> int:
