@@ -450,3 +450,25 @@ def test_problem_lines_of_stats_and_watch_show_controls_in_names_not_obey_them(t
                         error="cannot write c\x07.md")
     assert watch_lines(batch) == ["batch 1 failed, retrying with backoff: cannot write c\\x07.md",
                                   "a\\x1b[2J\\x0db.md: looks binary"]
+
+
+def test_status_of_a_vault_a_thousand_folders_deep(tmp_path, fast_embedding):
+    """Found with the deep-vault fuzz case: status counted stale notes with Path.rglob, which in Python 3.11
+    takes a call per folder, so the MCP `status` of a vault ~1,000 folders deep raised RecursionError."""
+    vault = tmp_path / "vault"
+    folder = vault
+    for _ in range(1000):
+        folder = folder / "d"
+        folder.mkdir(parents=True)
+    (folder / "Deep.md").write_text("Deep.\n", encoding="utf-8")
+    (vault / "Top.md").write_text("Top.\n", encoding="utf-8")
+    try:
+        assert invoke("index", str(vault)).exit_code == 0
+        assert _engine_call(vault, "status").stale_notes == 0
+        (folder / "Deep.md").unlink()  # gone from disk: stale, as a note the walk no longer finds
+        assert _engine_call(vault, "status").stale_notes == 1
+    finally:  # deepest first: pytest's own tmp cleanup (shutil.rmtree) recurses per folder
+        (folder / "Deep.md").unlink(missing_ok=True)
+        while folder != vault:
+            folder.rmdir()
+            folder = folder.parent
