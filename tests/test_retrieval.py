@@ -91,6 +91,13 @@ def test_a_passage_names_its_section_and_never_a_heading_or_code_comment_as_one(
     assert best_passages(text, "nothing matches", count=1) == ([], ["Intro about engines."])
 
 
+def test_a_passage_leaves_comments_out():
+    text = ("Rotor notes.\n\n<!-- include: rotor_wiring_examples.md -->\n\n%% rotor wiring: check again %%\n\n"
+            "The rotor wiring %%(draft)%% stepped.\n\n$$\nrotor \\cdot wiring\n$$\n")
+    assert best_passages(text, "rotor wiring", count=3) == ([], ["The rotor wiring stepped.",
+                                                                 "$$\nrotor \\cdot wiring\n$$", "Rotor notes."])
+
+
 def test_search_points_at_the_section_of_its_best_passage(sample_store):
     hit = _search(sample_store, "diagonal board")
     welchman = next(h for h in hit.hits if h.path == "people/Gordon Welchman.md")

@@ -64,12 +64,21 @@ def fused_sources(notes: NoteTable, index: LexicalIndex | None, question: str, r
 def best_passages(text: str, query: str, count: int = 2, width: int = 320) -> tuple[list[str], list[str]]:
     """The note's paragraphs sharing most search tokens with the query (frontmatter left out), and the heading
     path of the section holding the best one ([] above the first heading). Heading lines are not passages:
-    they name the section (code blocks hold none)."""
+    they name the section (code blocks hold none). Comments (`%%…%%`, `<!--…-->`) are left out, as Obsidian's
+    reading view leaves them out and BM25 does not index them: a generated note's `<!-- include: … -->` lines
+    were shown as its best passage."""
+    from wikirag.markdown.context import mask_spans
     from wikirag.markdown.layout import lay_out
     from wikirag.markdown.properties import split_frontmatter
 
     _block, body = split_frontmatter(text.replace("\r\n", "\n"))
-    headings = {line: (level, title) for _offset, level, title, line in lay_out(body).headings}
+    layout = lay_out(body)
+    comments = [(a, b) for a, b in layout.hidden if body.startswith(("%%", "<!--"), a)]  # not `$$` math
+    if comments:  # blanked in place, so the layout's lines still hold; a line they cut closes up
+        masked = mask_spans(body, comments, count=False)[0]
+        body = "\n".join(now if now == was else _closed_up(now)
+                          for now, was in zip(masked.split("\n"), body.split("\n"), strict=True))
+    headings = {line: (level, title) for _offset, level, title, line in layout.headings}
     paragraphs: list[tuple[list[str], str]] = []  # (heading path, paragraph)
     path: list[tuple[int, str]] = []
     lines: list[str] = []
@@ -101,6 +110,11 @@ def best_passages(text: str, query: str, count: int = 2, width: int = 320) -> tu
     best = [row for row in scored[:count] if row[0] < 0] or scored[:1]
     passages = [p if len(p) <= width else p[: width - 1].rstrip() + "…" for *_x, p in best]
     return (best[0][2] if best else []), passages
+
+
+def _closed_up(line: str) -> str:
+    """A line a comment was blanked out of: its indentation, then its words one space apart."""
+    return line[: len(line) - len(line.lstrip())] + " ".join(line.split()) if line.strip() else ""
 
 
 def read_note_text(vault: Path, path: str, listings: Listings | None = None) -> str:
