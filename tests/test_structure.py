@@ -85,6 +85,19 @@ def test_the_tricky_note_has_the_structure_obsidian_shows():
     assert "not a heading" not in "".join(h.text for h in note.headings)
 
 
+@pytest.mark.parametrize(("body", "opening"), [
+    # mathwiki's every note, the obsidian-tasks docs' related-pages line: tags alone are passed over
+    ('<div class="topSpace"></div>\n\nAn abelian group is a group whose operation commutes.\n',
+     "An abelian group is a group whose operation commutes."),
+    ('<span class="related-pages">#plugin/calendar #css</span>\n\nThe Tasks plugin adds CSS classes.\n',
+     "The Tasks plugin adds CSS classes."),
+    ("<center><b>Bold</b> words in a centred line.</center>\n\nLater.\n", "Bold words in a centred line."),
+    ("Code keeps `<div>` and a <file> placeholder.\n", "Code keeps `<div>` and a <file> placeholder."),
+])
+def test_the_opening_paragraph_leaves_html_tags_out(body, opening):
+    assert opening_paragraph(parse_note(body, "Note.md")) == opening
+
+
 def test_a_link_names_the_chunks_holding_it_even_on_a_line_cut_into_windows():
     """Every window of a paragraph cut into token windows covers its lines: a link there names only the
     window(s) holding it (it named them all: a 540 KB line of 50,000 links made a 1.9 GB ledger). A link in

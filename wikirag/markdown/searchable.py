@@ -72,6 +72,11 @@ def _outside_links(text: str) -> str:
     return "".join(pieces) + text[pos:] if pieces else text
 
 
+def without_html_tags(text: str) -> str:
+    """`text` with its HTML tags replaced by spaces; the text between them stays."""
+    return _TAG.sub(" ", text) if "<" in text else text
+
+
 def _outside_addresses_and_tags(text: str) -> str:
     text = _outside_links(text) if "](" in text else text
     return _TAG.sub(" ", _BARE_URL.sub(" ", text))
