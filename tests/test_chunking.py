@@ -1,3 +1,4 @@
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -129,3 +130,84 @@ def test_first_heading_skips_the_layout_pass_only_where_no_heading_can_open(line
     end = content.find("\n\n")
     headings = lay_out(content if end < 0 else content[:end]).headings
     assert first_heading(content) == (headings[0][2].strip() if headings and headings[0][3] == 0 else "")
+
+
+# A pasted image's data URI (markdown.payloads): cut to a stand-in in chunk content, the spans still on the text.
+_B64 = __import__("base64").b64encode(bytes(range(256)) * 600).decode()  # 153,600 bytes: 204,800 characters
+_PASTED = {
+    "markdown image": f"![diagram](data:image/png;base64,{_B64})",
+    "html img": f'<img alt="x" src="data:image/jpeg;base64,{_B64}">',
+    "bare data uri": f"data:application/pdf;name=a.pdf;base64,{_B64} as pasted",
+    "fenced code": f"```css\n.logo {{ background: url(data:image/png;base64,{_B64}); }}\n```",
+    "bare base64 run": f"The key blob: {_B64}",
+    "svg": "![](data:image/svg+xml," + "%3Cpath%20d%3D%22M0%200L10%2010%22%2F%3E" * 200 + ")",
+}
+
+
+@pytest.mark.parametrize("name", sorted(_PASTED))
+def test_a_pasted_payload_is_cut_from_every_chunk_and_the_spans_keep_the_text(name):
+    pasted = _PASTED[name]
+    payload = _B64 if "svg" not in name else pasted[pasted.index(",") + 1 : -1]
+    text = f"# Wiring\n\nThe [[Bombe]] wiring diagram.\n\n{pasted}\n\nWelchman chose the rotor order."
+    chunks = chunk_text(text, TOK, 600, 60)
+    assert len(chunks) == 1 and chunks[0].tokens < 60
+    shown = chunks[0].content
+    assert payload[:40] not in shown and "diagram." in shown and "rotor order." in shown
+    assert ("…(base64 154KB)" if "run" in name else "…(8.0KB)" if "svg" in name else ";base64,…(154KB)") in shown
+    assert text[chunks[0].start : chunks[0].end] == text  # the text's own lines and characters, payload and all
+    assert (chunks[0].start_line, chunks[0].end_line) == (1, len(text.split("\n")))
+
+
+def test_windows_around_a_payload_point_at_the_text_they_show():
+    """A paragraph too long for one chunk, a payload in its middle: each window's characters are the text it
+    shows, the window holding the stand-in covering the whole payload."""
+    text = " ".join(f"w{i}" for i in range(1500)) + f" ![](data:image/png;base64,{_B64}) " + "tail " * 1500
+    chunks = chunk_text(text, TOK, 500, 50)
+    assert all(c.tokens <= 500 for c in chunks) and len(chunks) < 15  # the payload alone: ~300
+    assert sum(";base64,…(154KB)" in c.content for c in chunks) >= 1
+    for c in chunks:
+        assert _B64[:40] not in c.content
+        assert text[c.start : c.end].replace(_B64, "…(154KB)").strip() == c.content
+    assert [c.start for c in chunks] == sorted(c.start for c in chunks) and chunks[-1].end == len(text)
+
+
+def test_paragraphs_beside_a_payload_chunk_as_they_did_without_it():
+    """Only the chunk holding the payload changes: the others keep their content, so their ids."""
+    prose = "\n\n".join(f"Paragraph {i} " + "about the Bombe " * 40 for i in range(6))
+    plain = chunk_text(prose, TOK, 300, 30)
+    pasted = chunk_text(prose + f"\n\n![](data:image/png;base64,{_B64})", TOK, 300, 30)
+    assert [c.content for c in pasted[: len(plain) - 1]] == [c.content for c in plain[:-1]]
+    assert pasted[-1].content.endswith("![](data:image/png;base64,…(154KB))")
+
+
+@pytest.mark.parametrize("text", [
+    "data:,Hello%2C%20World and data:text/plain;base64,SGVsbG8= stay as written",  # short: readable, cheap
+    "pi: 3." + "1415926535" * 500,  # digits alone
+    "ACGT" * 500 + " a sequence", "=" * 2000,  # letters alone; a setext underline
+    "metadata: " + "word " * 300,
+])
+def test_text_without_a_payload_chunks_exactly_as_before(text):
+    from wikirag.markdown import chunking
+
+    assert chunking.payloads(text) == []
+    assert all(c.content in text for c in chunk_text(text, TOK, 600, 60))  # nothing cut
+
+
+def test_ordinary_notes_chunk_byte_for_byte_as_before_payloads_were_cut():
+    """Every sample and fixture note (and two windowed texts), at three sizes: the digest of every chunk's
+    fields, taken with the chunker before payloads were cut. Their chunk ids stay what stores hold."""
+    import hashlib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    files = sorted([*(root / "sample_vault").rglob("*.md"), *(root / "tests/fixtures/vaults").rglob("*.md")])
+    texts = [f.read_text(encoding="utf-8", errors="replace") for f in files]
+    texts += ["intro\n\n" + " ".join(f"w{i} 字符🫠" for i in range(2000)), "# A\n\n" + "alpha beta " * 400]
+    digest = hashlib.sha1()
+    for text in texts:
+        for size, overlap in ((600, 60), (40, 8), (1200, 100)):
+            for c in chunk_text(text, TOK, size, overlap):
+                fields = (c.content, c.tokens, c.order, c.headings, c.start_line, c.end_line, c.start, c.end)
+                digest.update(repr(fields).encode())
+    assert len(texts) == 140
+    assert digest.hexdigest() == "61d348dc2ebcb7fd834137806b1b0a92f95ee07f"

@@ -6,16 +6,22 @@ alone is split into token windows with `overlap` tokens of overlap (as LightRAG'
 does). Packing across headings keeps short notes in one chunk, which is what makes them cheap to
 extract. The same function is handed to LightRAG as its `chunking_func`, so the chunks the cost model
 counts are exactly the chunks LightRAG extracts.
+
+An encoded payload (a pasted image's base64 data URI: `markdown.payloads`) is cut to a short stand-in in a chunk's
+content and token count; its lines and characters still point at the payload in the text. Text without one
+chunks exactly as it did.
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
 from wikirag.markdown.layout import _ATX, lay_out
 from wikirag.markdown.lines import heading_text
+from wikirag.markdown.payloads import Payload, payloads
 from wikirag.markdown.structure import code_lines
 
 
@@ -37,6 +43,7 @@ class _Block:
     start: int  # 1-based
     headings: list[str]
     offset: int = 0  # of its first line in the text
+    shown: str = ""  # its lines joined, payloads cut to their stand-ins (chunk_text)
 
 
 def _blocks(text: str) -> list[_Block]:
@@ -91,16 +98,18 @@ def chunk_text(text: str, tokenizer: Any, size: int = 600, overlap: int = 60) ->
     def flush_pending() -> None:
         nonlocal pending, pending_tokens
         if pending:
-            content = "\n".join(line for b in pending for line in b.lines).strip("\n")
+            content = "\n".join(b.shown for b in pending).strip("\n")
             last = pending[-1]
             emit(content, len(encode(content)), pending[0].headings,
                  (pending[0].start, last.start + len(last.lines) - 1),
                  (pending[0].offset, last.offset + sum(map(len, last.lines)) + len(last.lines) - 1))
         pending, pending_tokens = [], 0
 
+    found = payloads(text)
     for block in _blocks(text):
         joined = "\n".join(block.lines)
-        body = joined.strip("\n")
+        block.shown, moves = _cut(joined, block.offset, found) if found else (joined, [])
+        body = block.shown.strip("\n")
         tokens = len(encode(body))
         if tokens > size:
             flush_pending()
@@ -113,11 +122,12 @@ def chunk_text(text: str, tokenizer: Any, size: int = 600, overlap: int = 60) ->
                 if begin + size >= len(ids):
                     break
             at = _char_offsets(body, ids, [m for w in windows for m in w], tokenizer.decode)
-            base = block.offset + len(joined) - len(joined.lstrip("\n"))
+            lead = len(joined) - len(joined.lstrip("\n"))
             for begin, end in windows:
                 window = ids[begin:end]
                 emit(tokenizer.decode(window).strip(), len(window), block.headings, lines,
-                     (base + at[begin], base + at[end]))
+                     (block.offset + _in_text(lead + at[begin], moves, False),
+                      block.offset + _in_text(lead + at[end], moves, True)))
             continue
         # +1 for the newline joining blocks
         if pending and pending_tokens + tokens + 1 > size:
@@ -126,6 +136,34 @@ def chunk_text(text: str, tokenizer: Any, size: int = 600, overlap: int = 60) ->
         pending_tokens += tokens + (1 if len(pending) > 1 else 0)
     flush_pending()
     return chunks
+
+
+def _cut(joined: str, offset: int, found: list[Payload]) -> tuple[str, list[tuple[int, int, int, int]]]:
+    """A block's text with the payloads in it cut to their stand-ins, and for each cut where its stand-in lies
+    in the shown text and its payload in `joined` (a payload holds no newline: it lies in one block)."""
+    k = bisect_left(found, offset, key=lambda p: p.start)
+    parts: list[str] = []
+    moves: list[tuple[int, int, int, int]] = []
+    at = shift = 0
+    while k < len(found) and found[k].start < offset + len(joined):
+        start, end, stand_in = found[k].start - offset, found[k].end - offset, found[k].stand_in
+        parts += (joined[at:start], stand_in)
+        moves.append((start + shift, start + shift + len(stand_in), start, end))
+        shift += len(stand_in) - (end - start)
+        at, k = end, k + 1
+    return "".join(parts) + joined[at:], moves
+
+
+def _in_text(shown_at: int, moves: list[tuple[int, int, int, int]], end: bool) -> int:
+    """Where a place in a block's shown text lies in the block's own text: a window starting (ending) in a
+    stand-in covers its whole payload."""
+    k = bisect_right(moves, shown_at, key=lambda m: m[0]) - 1
+    if k < 0:
+        return shown_at
+    shown_start, shown_end, start, stop = moves[k]
+    if shown_at >= shown_end:
+        return stop + shown_at - shown_end
+    return stop if end and shown_at > shown_start else start
 
 
 def _char_offsets(text: str, ids: list[int], marks: list[int], decode: Any) -> dict[int, int]:

@@ -1,0 +1,80 @@
+"""Encoded payloads in a note's text (a pasted image's base64 data URI, a long base64 run), and the short stand-in
+that takes each one's place in what is chunked, embedded and read by the LLM.
+
+Notes imported from Notion, Evernote or a web clipper, and some Obsidian plugins, paste images inline:
+`![](data:image/png;base64,iVBOR…)`, `<img src="data:image/jpeg;base64,…">`, `data:image/svg+xml,%3Csvg…`. The
+payload has no words in it: a 1 MB one was ~680,000 tokens, over 1,100 chunks of 600 tokens sent to the embedding
+model (1 min 45 s) and, routed to extraction, to the LLM. Its stand-in keeps what a reader can use: the
+`data:image/png;base64,` head as written, then `…(750KB)`, the size of the data (decoded, for base64). No spaces,
+so a Markdown link holding it stays a link (searchable drops its target as before).
+
+Masked everywhere, fenced code included: bytes in a code block are no more readable than in prose, and a CSS
+example's `url(data:…)` still shows its media type. Only the chunked copy changes; the note itself does not.
+Payloads hold no line break, so masking keeps every line where it was.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from typing import NamedTuple
+
+MIN_PAYLOAD = 100  # a shorter data URI (`data:,Hello`, a 1x1 GIF) costs little and may be readable
+MIN_BARE_RUN = 1000  # a base64-looking run without `data:`: no word, no URL path (`.`, `-`) is this long
+# data:[media type][;param=value…][;base64], then the payload up to what ends a URI in Markdown, HTML or CSS
+_DATA_URI = re.compile(r"(?<![A-Za-z0-9+.-])data:([A-Za-z0-9.+-]+/[A-Za-z0-9.+-]+)?((?:;[A-Za-z0-9.+_-]+"
+                       r"(?:=[^;,\s\"'()<>]*)?)*),([^\s\"'()<>\[\]`\\]+)", re.IGNORECASE)
+_BARE_RUN = re.compile(rf"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{{{MIN_BARE_RUN},}}={{0,2}}(?![A-Za-z0-9+/=])")
+# base64 of real data mixes all three; a run of digits (pi to 5,000 places) or of letters (a DNA sequence) is content
+_CLASSES = (re.compile("[A-Z]"), re.compile("[a-z]"), re.compile("[0-9]"))
+
+
+class Payload(NamedTuple):
+    start: int  # the payload's characters in the text
+    end: int
+    stand_in: str
+
+
+def _size(n: int) -> str:
+    if n < 1000:
+        return f"{n}B"
+    if n < 1_000_000:
+        return f"{n / 1000:.0f}KB" if n >= 10_000 else f"{n / 1000:.1f}KB"
+    return f"{n / 1_000_000:.1f}MB"
+
+
+def _base64_bytes(payload: str) -> int:
+    return len(payload) * 3 // 4 - len(payload) + len(payload.rstrip("="))
+
+
+def payloads(text: str) -> list[Payload]:
+    """Each payload in `text` with its stand-in, in order, none overlapping."""
+    found: list[Payload] = []
+    if "data:" in text or "DATA:" in text:
+        for m in _DATA_URI.finditer(text):
+            payload = m.group(3)
+            if len(payload) >= MIN_PAYLOAD:
+                size = _base64_bytes(payload) if m.group(2).lower().endswith(";base64") else len(payload)
+                found.append(Payload(m.start(3), m.end(), f"…({_size(size)})"))
+    if len(text) >= MIN_BARE_RUN:
+        ends = [p.end for p in found]  # a data URI's own payload is a base64 run too
+        bare = [Payload(m.start(), m.end(), f"…(base64 {_size(_base64_bytes(m.group()))})")
+                for m in _BARE_RUN.finditer(text)
+                if all(c.search(m.group()) for c in _CLASSES) and not ((k := bisect_right(ends, m.start())) < len(found)
+                                                         and found[k].start < m.end())]
+        if bare:
+            found = sorted(found + bare)
+    return found
+
+
+def mask_payloads(text: str) -> str:
+    """`text` with each payload replaced by its stand-in (`text` itself when it holds none)."""
+    spans = payloads(text)
+    if not spans:
+        return text
+    parts, at = [], 0
+    for p in spans:
+        parts += (text[at : p.start], p.stand_in)
+        at = p.end
+    parts.append(text[at:])
+    return "".join(parts)
