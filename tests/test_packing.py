@@ -223,3 +223,24 @@ def test_deleting_a_packed_note_re_extracts_its_pack_and_the_store_equals_a_fres
     fresh = config_for(vault, tmp_path / "fresh")
     run(fresh, FakeLLM())
     assert snapshot(config) == snapshot(fresh)
+
+
+def test_no_extraction_prompt_reads_a_pasted_images_payload(tmp_path):
+    """A pasted image's data URI (markdown.payloads) reaches the LLM as its stand-in: in a pack (a small
+    image: the note stays under pack_max_tokens) and in a note's own chunks (a 200 KB one)."""
+    import base64
+
+    vault = make_vault(tmp_path / "v", 3)
+    small, big = base64.b64encode(bytes(range(120))).decode(), base64.b64encode(bytes(range(256)) * 600).decode()
+    (vault / "notes" / "Note Zicon.md").write_text(  # packed after Note Aova (an anchor), Bova and Cova
+        f"Ada Lovelace drew this icon.\n\n![](data:image/gif;base64,{small})\n")
+    (vault / "notes" / "Wiring.md").write_text(
+        f"Gordon Welchman drew the diagram.\n\n![](data:image/png;base64,{big})\n\nAlan Turing checked it.\n")
+    llm = FakeLLM(keep_prompts=True)
+    report = run(config_for(vault, tmp_path / "store"), llm)
+    prompts = [c.prompt for c in llm.calls if c.kind == "extract"]
+    assert report.notes_extracted == 5 and len(prompts) <= 3
+    assert any("data:image/gif;base64,…(120B)" in p and p.count("\n# Note ") >= 2 for p in prompts)  # packed
+    assert any("data:image/png;base64,…(154KB)" in p and "Alan Turing" in p for p in prompts)
+    assert not any(small[:40] in p or big[:40] in p for p in prompts)
+    assert sum(map(len, prompts)) < 60_000

@@ -20,6 +20,7 @@ import posixpath
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from wikirag.markdown.payloads import mask_payloads
 from wikirag.plan.hints import HINT_TITLE, MAX_LISTED_LINKS
 
 ANCHOR_EVERY = 8  # one small note in this many starts a pack whatever came before it
@@ -61,11 +62,12 @@ def member_block(title: str, text: str) -> str:
 
 
 def extract_text(body: str, spans: list[tuple[int, int]]) -> str:
-    """What the LLM reads of a note: its body, or (policy "prose") its uncovered sections (body line spans)."""
+    """What the LLM reads of a note: its body, or (policy "prose") its uncovered sections (body line spans),
+    each encoded payload cut to its stand-in as chunk_text cuts it (a pasted image is no text to read)."""
     if not spans:
-        return body.strip()
+        return mask_payloads(body.strip())
     lines = body.split("\n")
-    return "\n\n".join("\n".join(lines[a - 1 : b]).strip() for a, b in spans).strip()
+    return mask_payloads("\n\n".join("\n".join(lines[a - 1 : b]).strip() for a, b in spans).strip())
 
 
 def is_anchor(path: str) -> bool:
