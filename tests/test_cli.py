@@ -465,3 +465,30 @@ def test_a_dry_run_refuses_a_bad_llm_setting_too(tmp_path, monkeypatch):
     monkeypatch.setenv("WIKIRAG_LLM", "bogus")
     result = CliRunner().invoke(app, ["index", str(vault), "--dry-run"])
     assert result.exit_code == 1 and "write it as provider:model" in result.output, result.output
+
+
+def test_a_note_holding_a_pasted_image_indexes_into_few_chunks_and_its_prose_is_found(tmp_path, fast_embedding):
+    """Found by the fuzzer: base64 data URIs (as Notion, Evernote and web clippers paste images) were chunked as
+    prose: this note was 132 chunks to embed and extract, it is one now (markdown.payloads), and search still
+    finds the prose around its two 200 KB images."""
+    import base64
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    image = base64.b64encode(bytes(range(256)) * 600).decode()  # 204,800 characters
+    (vault / "Wiring.md").write_text(
+        "# Wiring\n\nGordon Welchman drew the diagonal board for the [[Bombe]].\n\n"
+        f'![](data:image/png;base64,{image})\n\n<img src="data:image/jpeg;base64,{image}">\n\n'
+        "The rotor order came from the menu, and the stops were tested by hand on a checking machine.\n",
+        encoding="utf-8")
+    (vault / "Bombe.md").write_text("# Bombe\n\nAn electromechanical device used against Enigma.\n")
+    result = invoke("index", str(vault), "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["chunks"] == 2  # one a note
+    chunks = snapshot(load_config(vault))["chunks"]
+    assert not any(image[:40] in c["content"] for c in chunks.values())
+    assert any("data:image/png;base64,…(154KB)" in c["content"] for c in chunks.values())
+    for mode in ("lexical", "naive"):
+        found = invoke("search", "rotor order checking machine", "--vault", str(vault), "-m", mode, "--json")
+        assert found.exit_code == 0, found.output
+        assert json.loads(found.stdout)["hits"][0]["path"] == "Wiring.md", (mode, found.stdout)
