@@ -830,3 +830,19 @@ def test_cost_estimate_names_the_files_it_left_out(tmp_path):
     data = json.loads(runner.invoke(app, ["cost-estimate", str(vault), "--json"]).output)
     assert data["note_count"] == 1 and sorted(f.split(":")[0] for f in data["files_skipped"]) == ["packed.md",
                                                                                               "utf16.md"]
+
+
+def test_a_pasted_image_costs_wikirag_one_chunk_and_vanilla_what_lightrag_reads():
+    """markdown.payloads: wikirag's chunks (and the body tokens routing counts) cut a 200 KB base64 image to a
+    stand-in; vanilla, stock LightRAG, still chunks the file as written, payload and all."""
+    import base64
+
+    image = base64.b64encode(bytes(range(256)) * 600).decode()
+    text = f"# Wiring\n\nGordon Welchman drew the diagonal board.\n\n![](data:image/png;base64,{image})\n"
+    vault = FakeVault({"w.md": note(text, "w.md")})
+    row = estimate_vault(vault, route_vault(vault), CostSettings(), texts={"w.md": text}).notes[0]
+    tokenizer = lightrag_tokenizer()
+    assert row.route == "extract" and row.tokens < 40 and row.chunks == row.wikirag.extraction_calls == 1
+    assert row.wikirag.input_tokens < 3_000
+    vanilla = chunking_by_token_size(tokenizer, lightrag_content(text), None, False, 100, 1200)
+    assert row.vanilla.chunks == len(vanilla) > 40

@@ -205,3 +205,19 @@ def test_features_kept_from_one_routing_give_another_policy_its_own_decisions():
         p: asdict(d) for p, d in route_vault(vault, RouteSettings(policy="prose")).items()}
     assert {p: asdict(d) for p, d in links.items()} == before
     assert any(prose[p].route != links[p].route for p in links)  # the policies differ on this vault
+
+
+def test_a_pasted_image_is_no_prose_to_route_on():
+    """A well-linked note with two 200 KB base64 images (markdown.payloads) routes as it does without them:
+    their ~100,000 tokens counted as uncovered prose, so the "prose" policy sent the note to the LLM."""
+    import base64
+
+    image = base64.b64encode(bytes(range(256)) * 600).decode()
+    plain, outgoing = linked_note(6)
+    pasted = note(plain.body + f"\n\n![](data:image/png;base64,{image})\n\n<img src=\"data:image/gif;base64,{image}\">")
+    assert count_tokens(pasted.body) > 50_000
+    prose = RouteSettings(policy="prose")
+    for n in (plain, pasted):
+        d = route_note(n, outgoing, prose)
+        assert d.route == "inject", d.reason
+        assert d.features.uncovered_prose_tokens <= 40 and d.features.body_tokens < 150  # the stand-ins' words

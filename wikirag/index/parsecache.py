@@ -36,8 +36,9 @@ from wikirag.vault.memory import cyclic_gc_paused
 # an integer of over 4,300 digits its text; 10: a fence may open a list item on its marker's line (`- ```js`);
 # 11: a fence in a list item ends with the item; 12: a tab-indented closing fence in a list item closes;
 # 13: a link inside a link's text is the link, the outer one text; 14: a Markdown link's text may hold inline code;
-# 15: indented code inside a list item; 16: a YAML boolean among aliases is `true`/`false`, not `True`.
-CACHE_VERSION = 16
+# 15: indented code inside a list item; 16: a YAML boolean among aliases is `true`/`false`, not `True`;
+# 17: body tokens and routing's character figures leave a pasted image's payload out (markdown.payloads).
+CACHE_VERSION = 17
 RACY_NS = 2_000_000_000  # a file modified this close before its row was written may change unseen
 
 

@@ -18,6 +18,7 @@ from wikirag.index.derived import Derived
 from wikirag.index.ledger import Ledger
 from wikirag.lightrag.prompts import prompt_example_names
 from wikirag.lightrag.tokens import get_encoding
+from wikirag.markdown.payloads import counted_body
 from wikirag.models import ParsedNote
 from wikirag.plan.hints import note_hint
 from wikirag.plan.routing import RouteDecision, route_vault
@@ -119,7 +120,7 @@ def plan_index(config: WikiragConfig, ledger: Ledger, vault: Vault | None = None
     encoder = get_encoding(config.index.encoding)
     body_tokens = {  # counted as routing counts them
         p: cached[2] if (cached := cache.get(p)) and cached[0] == vault.digests[p]
-        else len(encoder.encode_ordinary(note.body.strip()))
+        else len(encoder.encode_ordinary(counted_body(note.body)))
         for p, note in vault.notes.items()
     }
     names = note_entity_names(vault.notes)

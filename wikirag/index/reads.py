@@ -12,6 +12,7 @@ from typing import Any
 
 from wikirag.index.parsecache import ParseCache, load_parse_cache
 from wikirag.lightrag.tokens import get_encoding
+from wikirag.markdown.payloads import counted_body
 from wikirag.settings import WikiragConfig
 from wikirag.vault.memory import cyclic_gc_paused
 from wikirag.vault.model import Vault
@@ -35,7 +36,7 @@ def read_vault(config: WikiragConfig, exclude: Sequence[str] | None = None, cach
                 tokens[p] = cached[2]
             else:  # tiktoken's table loads only when a note changed since the cache was written
                 encoder = encoder or get_encoding(config.index.encoding)
-                tokens[p] = len(encoder.encode_ordinary(note.body.strip()))
+                tokens[p] = len(encoder.encode_ordinary(counted_body(note.body)))
         return vault, tokens
 
 

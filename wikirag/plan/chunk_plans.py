@@ -13,6 +13,7 @@ from wikirag.lightrag.prompts import (
 )
 from wikirag.lightrag.tokens import get_encoding
 from wikirag.markdown.chunking import chunk_text, first_heading, heading_path
+from wikirag.markdown.payloads import counted_body
 from wikirag.plan.cost_settings import CostSettings
 
 
@@ -48,8 +49,9 @@ class ChunkPlanner:
 
     def wikirag(self, body: str, approx_tokens: int, title: str = "") -> list[PlannedChunk]:
         """wikirag's chunks (`inject.note_contribution`: chunk_text on the body, each chunk's heading path
-        under the note title), which the pipeline hands to LightRAG's extraction."""
-        content = body.strip()
+        under the note title), which the pipeline hands to LightRAG's extraction. `approx_tokens` counts the body
+        as chunk_text shows it (markdown.payloads.counted_body)."""
+        content = counted_body(body)
         if not content:
             return []
         size = self.s.chunk_token_size

@@ -30,6 +30,7 @@ from typing import Any
 
 from wikirag.lightrag.prompts import lightrag_content
 from wikirag.lightrag.tokens import get_encoding
+from wikirag.markdown.payloads import counted_body, mask_payloads
 from wikirag.models import ParsedNote
 from wikirag.plan.chunk_plans import ChunkPlanner, PlannedChunk
 from wikirag.plan.cost_settings import CostSettings, prompt_sizes, stock_lightrag_price
@@ -106,17 +107,20 @@ def estimate_vault(
             raise ValueError(f"{path}: no routing decision")
         routes[decision.route] = routes.get(decision.route, 0) + 1
         body = lightrag_content(note.body)
-        body_tokens = decision.features.body_tokens  # routing counted the stripped body
+        shown = mask_payloads(body)  # what wikirag chunks; vanilla reads `body`, a pasted image's base64 and all
+        pasted = shown != body
+        body_tokens = decision.features.body_tokens  # routing counted the stripped body, payloads cut
         if (body_tokens == 0 and body) or "&" in body:  # not counted, or HTML entities were unescaped
-            body_tokens = len(enc.encode_ordinary(body))
+            body_tokens = len(enc.encode_ordinary(shown))
         plan = (memo.plan(planner, path, note.body, body_tokens, note.title) if memo is not None
                 else planner.wikirag(note.body, body_tokens, note.title))
         body_names = ((memo.names(path, body) if memo is not None else sentence_names(body))
-                      if len(plan) == 1 else None)
+                      if len(plan) == 1 and not pasted else None)  # the names of the body both scenarios read
         if body_names is not None:
             plan[0].names = body_names
 
-        vanilla_cost, duplicate = (_vanilla_cost(runs["vanilla"], planner, path, note, raw, body_tokens, body_names)
+        vanilla_cost, duplicate = (_vanilla_cost(runs["vanilla"], planner, path, note, raw,
+                                                 None if pasted else body_tokens, body_names)
                                    if vanilla else (no_vanilla, None))
 
         hint = 0
@@ -232,13 +236,14 @@ def _hint_for(hints: HintSource, note: ParsedNote, outgoing: Outgoing, notes: Ma
 
 
 def _vanilla_cost(run: Scenario, planner: ChunkPlanner, path: str, note: ParsedNote, raw: Mapping[str, str],
-                  body_tokens: int, body_names: list[list[str]] | None) -> tuple[ScenarioCost, str | None]:
-    """Stock LightRAG on the whole file. The body is counted already: count the frontmatter alone."""
+                  body_tokens: int | None, body_names: list[list[str]] | None) -> tuple[ScenarioCost, str | None]:
+    """Stock LightRAG on the whole file. The body is counted already (None: not as LightRAG reads it, its
+    payloads cut): count the frontmatter alone."""
     enc = planner.enc
     text = raw.get(path, note.body)
     content = lightrag_content(text)
     head = text[: len(text) - len(note.body)] if note.body and text.endswith(note.body) else None
-    approx = (body_tokens + len(enc.encode_ordinary(head))) if head is not None else (
+    approx = (body_tokens + len(enc.encode_ordinary(head))) if head is not None and body_tokens is not None else (
         len(enc.encode_ordinary(content)))
     vanilla_plan = planner.vanilla(content, approx)
     if len(vanilla_plan) == 1 and head is not None and body_names is not None:
@@ -280,7 +285,7 @@ def estimate_note(
     s = (settings or CostSettings()).resolved()
     if decision is None:
         enc = get_encoding(s.encoding)
-        features = note_features(note, outgoing, len(enc.encode_ordinary(note.body.strip())))
+        features = note_features(note, outgoing, len(enc.encode_ordinary(counted_body(note.body))))
         decision = route_note(note, outgoing, features=features)
     vault = _OneNote(note, outgoing)
     hints = None if hint is None else {note.path: hint}
@@ -315,7 +320,7 @@ def estimate_for_config(config: Any, values: Mapping[str, Any] | None = None, *,
     settings = CostSettings.from_config(config, values)
     if body_tokens is not None and settings.encoding == config.index.encoding:  # packs sum their members' counts
         memo.token_counts(get_encoding(settings.encoding)).update(
-            (vault.notes[p].body.strip(), n) for p, n in body_tokens.items() if p in vault.notes)
+            (counted_body(vault.notes[p].body), n) for p, n in body_tokens.items() if p in vault.notes)  # its text
     terms = ScenarioCost()
     estimate = estimate_vault(vault, decisions, settings, memo=memo, texts=texts, gleaning_terms=terms)
     estimate.alternatives = alternatives(vault, config, settings, decisions, body_tokens, figures, memo,

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from wikirag.errors import ConfigError
 from wikirag.lightrag.tokens import DEFAULT_ENCODING, get_encoding
+from wikirag.markdown.payloads import counted_body, mask_payloads
 from wikirag.markdown.structure import prose_chars, sections
 from wikirag.models import ParsedNote, Resolution, WikiLink
 from wikirag.settings import RouteSettings
@@ -42,7 +43,7 @@ class NoteFeatures:
     unresolved_links: int = 0
     words: int = 0
     link_density: float = 0.0  # links per 100 words
-    body_tokens: int = 0  # the note body (frontmatter excluded, stripped as LightRAG strips it), tiktoken
+    body_tokens: int = 0  # the note body (frontmatter excluded, stripped, payloads cut: counted_body), tiktoken
     prose_tokens: int = 0  # body tokens outside fenced code and heading lines
     covered_tokens: int = 0  # prose tokens inside sentences (or list lines) that hold a link
     uncovered_prose_tokens: int = 0  # prose tokens that no link sentence covers
@@ -84,7 +85,7 @@ def note_features(
     """
     if body_tokens is None:
         counter = count_tokens or _default_counter()
-        body_tokens = counter(note.body.strip())
+        body_tokens = counter(counted_body(note.body))
     return _with_tokens(_char_features(note, outgoing), body_tokens)
 
 
@@ -102,8 +103,9 @@ CharFigures = tuple[int, int, int]  # body, prose and link-sentence characters: 
 def char_figures(note: ParsedNote, links: Iterable[WikiLink] | None = None) -> CharFigures:
     """The character counts routing reads that depend on the note's text only (not on where its links land),
     so a caller may keep them per note digest (index.parsecache) and skip the structure pass next time."""
-    body_chars = _nonspace(note.body) - note.body.count("\n") - note.body.count("\t")
-    prose = _prose_chars(note.body) if note.body else 0
+    body = mask_payloads(note.body)  # a pasted image's base64 is no prose (markdown.payloads)
+    body_chars = _nonspace(body) - body.count("\n") - body.count("\t")
+    prose = _prose_chars(body) if body else 0
     links = note.links if links is None else links
     contexts = {link.context for link in links if link.frontmatter_key is None and link.context}
     return body_chars, prose, min(prose, sum(_nonspace(c) for c in contexts))
@@ -203,7 +205,7 @@ def uncovered_sections(note: ParsedNote, outgoing: Outgoing, f: NoteFeatures,
     """The heading sections whose prose no link sentence covers (at least `min_prose_tokens` of prose outside
     link sentences, and more than half of the section's prose), as body line spans; and how many sections
     the note has."""
-    body = note.body
+    body = mask_payloads(note.body)  # as char_figures reads it; its lines are the note's
     parts = sections(body)
     if not parts:
         return [], 0
@@ -271,7 +273,7 @@ def route_vault(
     if body_tokens is None:
         enc = get_encoding(encoding)
         # one thread: tiktoken's batch API was slower here (2 cores, thousands of short notes)
-        body_tokens = {p: len(enc.encode_ordinary(vault.notes[p].body.strip())) for p in paths}
+        body_tokens = {p: len(enc.encode_ordinary(counted_body(vault.notes[p].body))) for p in paths}
     outgoing = {p: vault.outgoing(p) for p in paths}
     figures = {} if figures is None else figures
     known = {} if features is None else features
