@@ -3,7 +3,7 @@ that takes each one's place in what is chunked, embedded and read by the LLM.
 
 Notes imported from Notion, Evernote or a web clipper, and some Obsidian plugins, paste images inline:
 `![](data:image/png;base64,iVBOR…)`, `<img src="data:image/jpeg;base64,…">`, `data:image/svg+xml,%3Csvg…`. The
-payload has no words in it: a 1 MB one was ~680,000 tokens, over 1,100 chunks of 600 tokens sent to the embedding
+payload has no words in it: a 1 MB one was ~680,000 tokens, over 600 chunks of 1,200 tokens sent to the embedding
 model (1 min 45 s) and, routed to extraction, to the LLM. Its stand-in keeps what a reader can use: the
 `data:image/png;base64,` head as written, then `…(750KB)`, the size of the data (decoded, for base64). No spaces,
 so a Markdown link holding it stays a link (searchable drops its target as before).
@@ -60,11 +60,14 @@ def payloads(text: str) -> list[Payload]:
                 found.append(Payload(m.start(3), m.end(), f"…({_size(size)})"))
     # the stretches first: in prose each fails within a word, ~1 ms a MB where the scan took 35
     if len(text) >= MIN_BARE_RUN and any(_HALF_RUN.match(text, k) for k in range(0, len(text) - _HALF + 1, _HALF)):
-        ends = [p.end for p in found]  # a data URI's own payload is a base64 run too
-        bare = [Payload(m.start(), m.end(), f"…(base64 {_size(_base64_bytes(m.group()))})")
-                for m in _BARE_RUN.finditer(text)
-                if all(c.search(m.group()) for c in _CLASSES) and not ((k := bisect_right(ends, m.start())) < len(found)
-                                                         and found[k].start < m.end())]
+        ends = [p.end for p in found]
+        bare = []
+        for m in _BARE_RUN.finditer(text):
+            k = bisect_right(ends, m.start())
+            if k < len(found) and found[k].start < m.end():  # a data URI's own payload is a base64 run too
+                continue
+            if all(c.search(m.group()) for c in _CLASSES):
+                bare.append(Payload(m.start(), m.end(), f"…(base64 {_size(_base64_bytes(m.group()))})"))
         if bare:
             found = sorted(found + bare)
     return found
