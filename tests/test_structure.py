@@ -98,6 +98,20 @@ def test_the_opening_paragraph_leaves_html_tags_out(body, opening):
     assert opening_paragraph(parse_note(body, "Note.md")) == opening
 
 
+@pytest.mark.parametrize(("body", "opening"), [
+    ("Date Created: 11/04/2023 10:41:04\nTags: #Proposition\n\nProved by: [[Dirichlet's Test]]\n"
+     "References: _Not Applicable_\n\n_Proof_. Assume the sequence increases.\n",
+     "_Proof_. Assume the sequence increases."),
+    ("up:: [[ACCESS 笔记组织法]]\n\n卡片笔记的写法。\n", "卡片笔记的写法。"),
+    ("- x:: [[Other]]\n- up:: [[Parent]]\n\nThe card itself.\n", "The card itself."),
+    ("See also Breaking Changes: releases ending in .0.0 break things.\n",
+     "See also Breaking Changes: releases ending in .0.0 break things."),  # one line of prose with a colon
+    ("Note: this one is prose.\nIt goes on without a key.\n", "Note: this one is prose. It goes on without a key."),
+])
+def test_the_opening_paragraph_passes_over_metadata(body, opening):
+    assert opening_paragraph(parse_note(body, "Note.md")) == opening
+
+
 def test_a_link_names_the_chunks_holding_it_even_on_a_line_cut_into_windows():
     """Every window of a paragraph cut into token windows covers its lines: a link there names only the
     window(s) holding it (it named them all: a 540 KB line of 50,000 links made a 1.9 GB ledger). A link in

@@ -112,7 +112,8 @@ def opening_paragraph(note: ParsedNote) -> str:
     items joined): no headings, code, comments, tables, quotes or embeds-only lines, and no HTML tags. A
     paragraph of tags alone is passed over: 928 of mathwiki's 929 notes open with `<div class="topSpace"></div>`
     and half of the obsidian-tasks docs with `<span class="related-pages">#css</span>`, which each such
-    note's entity then had as its description (the text its vector is made from)."""
+    note's entity then had as its description (the text its vector is made from); so is a block of metadata
+    (`_metadata`)."""
     body = note.body
     layout = lay_out(body)
     hidden = _Hidden(layout.hidden)
@@ -128,7 +129,7 @@ def opening_paragraph(note: ParsedNote) -> str:
         if kind not in ("para", "list"):
             continue
         text = _block_text(body, start, end, hidden)
-        if not text or text.startswith(("|", "![[", ">", "%%", "<!--", "---")):
+        if not text or text.startswith(("|", "![[", ">", "%%", "<!--", "---")) or _metadata(body[start:end]):
             continue
         text = _tags_out(text)
         if all(word.startswith("#") for word in text.split()):  # tags only (or nothing) once the HTML is gone
@@ -139,6 +140,18 @@ def opening_paragraph(note: ParsedNote) -> str:
 
 
 _INLINE_CODE = re.compile(r"(`[^`\n]*`)")
+_FIELD = re.compile(r"[^\W\d][\w /()-]{0,40}?::\s")  # a Dataview inline field: `up:: [[Parent]]`
+_PROPERTY = re.compile(r"[^\W\d][\w /()-]{0,40}?::?\s")  # `Date Created: 11/04/2023`, or a field
+
+
+def _metadata(block: str) -> bool:
+    """A block of metadata, not prose: Dataview inline fields, or two lines or more each `Key: value`
+    (mathwiki's every note opens with "Date Created: …" and "Tags: …" lines; 78 of oldwinter-cards' with
+    `up::` or `x::`). One `Note: …` line alone is prose."""
+    lines = [line.strip().lstrip("-*+ ") for line in block.split("\n") if line.strip()]
+    if not lines:
+        return False
+    return all(_FIELD.match(line) for line in lines) or (len(lines) >= 2 and all(map(_PROPERTY.match, lines)))
 
 
 def _tags_out(text: str) -> str:
