@@ -141,6 +141,7 @@ _PASTED = {
     "fenced code": f"```css\n.logo {{ background: url(data:image/png;base64,{_B64}); }}\n```",
     "bare base64 run": f"The key blob: {_B64}",
     "svg": "![](data:image/svg+xml," + "%3Cpath%20d%3D%22M0%200L10%2010%22%2F%3E" * 200 + ")",
+    "svg, scheme in capitals": "![](Data:image/svg+xml," + "%3Cpath%20d%3D%22M0%200L10%2010%22%2F%3E" * 200 + ")",
 }
 
 

@@ -24,6 +24,7 @@ MIN_BARE_RUN = 1000  # a base64-looking run without `data:`: no word, no URL pat
 # data:[media type][;param=value…][;base64], then the payload up to what ends a URI in Markdown, HTML or CSS
 _DATA_URI = re.compile(r"(?<![A-Za-z0-9+.-])data:([A-Za-z0-9.+-]+/[A-Za-z0-9.+-]+)?((?:;[A-Za-z0-9.+_-]+"
                        r"(?:=[^;,\s\"'()<>]*)?)*),([^\s\"'()<>\[\]`\\]+)", re.IGNORECASE)
+_DATA_SCHEME = re.compile("data:", re.IGNORECASE)  # schemes are case-insensitive: `Data:` too (RFC 3986)
 _BARE_RUN = re.compile(rf"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{{{MIN_BARE_RUN},}}={{0,2}}(?![A-Za-z0-9+/=])")
 _HALF = MIN_BARE_RUN // 2  # such a run covers one of the stretches [k·_HALF, (k+1)·_HALF) whole
 _HALF_RUN = re.compile(rf"[A-Za-z0-9+/]{{{_HALF}}}")
@@ -52,7 +53,7 @@ def _base64_bytes(payload: str) -> int:
 def payloads(text: str) -> list[Payload]:
     """Each payload in `text` with its stand-in, in order, none overlapping."""
     found: list[Payload] = []
-    if "data:" in text or "DATA:" in text:
+    if _DATA_SCHEME.search(text):
         for m in _DATA_URI.finditer(text):
             payload = m.group(3)
             if len(payload) >= MIN_PAYLOAD:
