@@ -99,16 +99,15 @@ def test_the_opening_paragraph_leaves_html_tags_out(body, opening):
 
 
 @pytest.mark.parametrize(("body", "opening"), [
-    ("Date Created: 11/04/2023 10:41:04\nTags: #Proposition\n\nProved by: [[Dirichlet's Test]]\n"
-     "References: _Not Applicable_\n\n_Proof_. Assume the sequence increases.\n",
-     "_Proof_. Assume the sequence increases."),
+    ("Date Created: 11/04/2023 10:41:04\nTags: #Proposition\n\n_Proof_. Assume the sequence increases.\n",
+     "Date Created: 11/04/2023 10:41:04 Tags: #Proposition"),  # `Key: value` lines are text to Obsidian
     ("up:: [[ACCESS 笔记组织法]]\n\n卡片笔记的写法。\n", "卡片笔记的写法。"),
     ("- x:: [[Other]]\n- up:: [[Parent]]\n\nThe card itself.\n", "The card itself."),
     ("See also Breaking Changes: releases ending in .0.0 break things.\n",
      "See also Breaking Changes: releases ending in .0.0 break things."),  # one line of prose with a colon
     ("Note: this one is prose.\nIt goes on without a key.\n", "Note: this one is prose. It goes on without a key."),
 ])
-def test_the_opening_paragraph_passes_over_metadata(body, opening):
+def test_the_opening_paragraph_passes_over_dataview_fields(body, opening):
     assert opening_paragraph(parse_note(body, "Note.md")) == opening
 
 
