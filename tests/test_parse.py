@@ -492,6 +492,8 @@ CONTEXTS = [
     ("See [site](https://x.y) and [[A]].", "See site and A."),
     ("![[img.png|300]]\n![[A]]\n![[B|cap]]", "A"),  # links stacked one per line: one context each
     ("東京は大きい。[[A]]は小さい。", "Aは小さい。"),
+    ("Use <b>[[A]]</b> with `<div>` and <span class=\"x\">more</span>.", "Use A with `<div>` and more."),
+    ("| ![[a.png\\|100]] </br> **[[A\\|Amazon]]** | b |\n|---|---|\n| c | d |", "a.png **Amazon** | b"),
 ]
 
 

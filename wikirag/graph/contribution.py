@@ -25,8 +25,8 @@ from wikirag.graph.records import (
 )
 from wikirag.lightrag.ids import md5_id, xml_safe
 from wikirag.markdown.chunking import Chunk, chunk_text, heading_record
+from wikirag.markdown.html import without_html_tags
 from wikirag.markdown.layout import lay_out
-from wikirag.markdown.searchable import without_html_tags
 from wikirag.models import ParsedNote, Resolution, WikiLink
 
 
@@ -122,7 +122,7 @@ def opening_paragraph(note: ParsedNote) -> str:
     for start, end, kind in layout.blocks:
         if picked:
             if kind == "list" and start == last_end + 1:  # the next item of the same list
-                picked.append(_tags_out(_block_text(body, start, end, hidden)))
+                picked.append(without_html_tags(_block_text(body, start, end, hidden)))
                 last_end = end
                 continue
             break
@@ -131,7 +131,7 @@ def opening_paragraph(note: ParsedNote) -> str:
         text = _block_text(body, start, end, hidden)
         if not text or text.startswith(("|", "![[", ">", "%%", "<!--", "---")) or _metadata(body[start:end]):
             continue
-        text = _tags_out(text)
+        text = without_html_tags(text)
         if all(word.startswith("#") for word in text.split()):  # tags only (or nothing) once the HTML is gone
             continue
         picked.append(text)
@@ -139,7 +139,6 @@ def opening_paragraph(note: ParsedNote) -> str:
     return _clip(plain_text(" ".join(picked)), DESCRIPTION_CHARS)
 
 
-_INLINE_CODE = re.compile(r"(`[^`\n]*`)")
 _FIELD = re.compile(r"[^\W\d][\w /()-]{0,40}?::\s")  # a Dataview inline field: `up:: [[Parent]]`
 
 
@@ -150,13 +149,6 @@ def _metadata(block: str) -> bool:
     own hybrid and mix order fell from 0.508 to 0.358 recall@5 on its question set (bench/retrieval.py)."""
     lines = [line.strip().lstrip("-*+ ") for line in block.split("\n") if line.strip()]
     return bool(lines) and all(_FIELD.match(line) for line in lines)
-
-
-def _tags_out(text: str) -> str:
-    """HTML tags left out, but not from inline code (`<div>` there is what someone types)."""
-    if "<" not in text:
-        return text
-    return "".join(piece if k % 2 else without_html_tags(piece) for k, piece in enumerate(_INLINE_CODE.split(text)))
 
 
 class _Hidden:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from itertools import accumulate
 from typing import NamedTuple
 
+from wikirag.markdown.html import without_html_tags
 from wikirag.markdown.layout import Layout
 from wikirag.markdown.wikilinks import (
     display_text,
@@ -231,8 +232,8 @@ class BodyLinks:
         return places
 
     def _render(self, start: int, end: int, kind: str, marked: Callable[[int], str] | None = None) -> str:
-        """body[start:end] with links flattened, comments and math dropped; code stays as written. `marked`
-        gives a mark to put before each link's text."""
+        """body[start:end] with links flattened, comments, math and HTML tags dropped; code stays as written.
+        `marked` gives a mark to put before each link's text."""
         visible, found, displays, pieces, pos = self.visible, self.found, self.displays, [], start
         for i in range(bisect_left(self.starts, start), len(found)):
             f = found[i]
@@ -244,6 +245,8 @@ class BodyLinks:
             pos = f.end
         pieces.append(visible[pos:end])
         text = "".join(pieces)
+        if "<" in text:  # `</br>` between a table row's cells, a `<span class="git-footer">`: not read as text
+            text = without_html_tags(text)
         if kind == "para" and "\n" not in text:
             # a sentence on one line (the common case): the steps below, without the per-line loop
             if text[:1] in (" ", "\t", ">") and (start == 0 or self.body[start - 1] == "\n"):

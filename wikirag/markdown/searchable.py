@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 
 from wikirag.markdown.context import mask_spans
+from wikirag.markdown.html import HTML_TAG
 from wikirag.markdown.layout import lay_out
 
 # [text](target "title") and ![alt](target); the target may hold one level of parentheses ("Foo_(bar)").
@@ -34,12 +35,6 @@ _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 # the look-behind instead of \b, so a URL right after a CJK character (a word character) is found too.
 _URL_CHARS = r"[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]+"
 _BARE_URL = re.compile(rf"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://{_URL_CHARS}|(?<![A-Za-z0-9.-])www\.{_URL_CHARS}")
-# HTML elements only: `<string>`, `<date>` or `$a<n$ … $b>c$` in prose are words, not tags
-_HTML = ("a|abbr|article|aside|audio|b|blockquote|br|button|caption|center|cite|code|col|colgroup|dd|del|details|"
-         "div|dl|dt|em|embed|figcaption|figure|font|footer|form|h[1-6]|header|hr|i|iframe|img|input|ins|kbd|label|li|"
-         "main|mark|nav|object|ol|option|p|picture|pre|q|s|section|select|small|source|span|strong|sub|summary|sup|"
-         "svg|table|tbody|td|textarea|tfoot|th|thead|time|tr|u|ul|video")
-_TAG = re.compile(rf"</?(?:{_HTML})(?=[\s/>])[^<>\n]*>", re.IGNORECASE)
 
 
 def _outside_links(text: str) -> str:
@@ -72,14 +67,9 @@ def _outside_links(text: str) -> str:
     return "".join(pieces) + text[pos:] if pieces else text
 
 
-def without_html_tags(text: str) -> str:
-    """`text` with its HTML tags replaced by spaces; the text between them stays."""
-    return _TAG.sub(" ", text) if "<" in text else text
-
-
 def _outside_addresses_and_tags(text: str) -> str:
     text = _outside_links(text) if "](" in text else text
-    return _TAG.sub(" ", _BARE_URL.sub(" ", text))
+    return HTML_TAG.sub(" ", _BARE_URL.sub(" ", text))
 
 
 def searchable_text(text: str) -> str:
