@@ -99,6 +99,18 @@ def test_the_opening_paragraph_leaves_html_tags_out(body, opening):
 
 
 @pytest.mark.parametrize(("body", "opening"), [
+    ("- [[Data Architecture]]\n    - Explore architecture patterns.\n- [[Data Ingestion]]\n",
+     "Data Architecture; Explore architecture patterns. Data Ingestion"),
+    ("- one item\n  wrapped on\n- two item\n", "one item wrapped on; two item"),
+    ("1. first\n2) second\n", "first; second"),
+    ("- [ ] task one\n- [x] done two\n", "task one; done two"),
+    ("- ![[diagram.png]]\n\nProse after.\n", "Prose after."),  # an embed alone is no description
+])
+def test_the_opening_list_reads_as_its_items(body, opening):
+    assert opening_paragraph(parse_note(body, "Note.md")) == opening
+
+
+@pytest.mark.parametrize(("body", "opening"), [
     ("Date Created: 11/04/2023 10:41:04\nTags: #Proposition\n\n_Proof_. Assume the sequence increases.\n",
      "Date Created: 11/04/2023 10:41:04 Tags: #Proposition"),  # `Key: value` lines are text to Obsidian
     ("up:: [[ACCESS 笔记组织法]]\n\n卡片笔记的写法。\n", "卡片笔记的写法。"),

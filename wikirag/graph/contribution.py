@@ -122,13 +122,13 @@ def opening_paragraph(note: ParsedNote) -> str:
     for start, end, kind in layout.blocks:
         if picked:
             if kind == "list" and start == last_end + 1:  # the next item of the same list
-                picked.append(without_html_tags(_block_text(body, start, end, hidden)))
+                picked.append(without_html_tags(_block_text(body, start, end, hidden, list_items=True)))
                 last_end = end
                 continue
             break
         if kind not in ("para", "list"):
             continue
-        text = _block_text(body, start, end, hidden)
+        text = _block_text(body, start, end, hidden, list_items=kind == "list")
         if not text or text.startswith(("|", "![[", ">", "%%", "<!--", "---")) or _metadata(body[start:end]):
             continue
         text = without_html_tags(text)
@@ -136,7 +136,7 @@ def opening_paragraph(note: ParsedNote) -> str:
             continue
         picked.append(text)
         last_end = end
-    return _clip(plain_text(" ".join(picked)), DESCRIPTION_CHARS)
+    return _clip(plain_text(_items_joined(picked)), DESCRIPTION_CHARS)  # more than one: a list's items
 
 
 _FIELD = re.compile(r"[^\W\d][\w /()-]{0,40}?::\s")  # a Dataview inline field: `up:: [[Parent]]`
@@ -165,15 +165,34 @@ class _Hidden:
         return [(a, b) for a, b in near if b > start]
 
 
-def _block_text(body: str, start: int, end: int, hidden: _Hidden) -> str:
-    """A block's lines, stripped and joined, with comments and math left out."""
+_ITEM_MARKER = re.compile(r"(?:[-*+]|\d{1,9}[.)])\s+(?:\[.\]\s+)?")  # `- `, `1. `, `- [ ] `
+
+
+def _block_text(body: str, start: int, end: int, hidden: _Hidden, *, list_items: bool = False) -> str:
+    """A block's lines, stripped and joined, with comments and math left out. `list_items`: each item without
+    its marker or checkbox, the items joined with "; " ("- [[Data Architecture]]" read "- Data Architecture")."""
     pieces, pos = [], start
     for a, b in hidden.meeting(start, end):
         pieces.append(body[pos:max(pos, a)])
         pos = max(pos, min(end, b))
     pieces.append(body[pos:end])
-    text = "".join(pieces)
-    return " ".join(line.strip() for line in text.split("\n") if line.strip())
+    lines = [line.strip() for line in "".join(pieces).split("\n") if line.strip()]
+    if not list_items:
+        return " ".join(lines)
+    items: list[str] = []
+    for line in lines:
+        marker = _ITEM_MARKER.match(line)
+        if marker or not items:
+            items.append(line[marker.end():] if marker else line)
+        else:
+            items[-1] += " " + line  # an item's text wrapped onto the next line
+    return _items_joined([item for item in items if item])
+
+
+def _items_joined(items: list[str]) -> str:
+    """List items as one text: "; " between them, a space after an item that ends a sentence itself."""
+    return "".join(item + ("" if k == len(items) - 1 else " " if item[-1] in ".!?:;。！？" else "; ")
+                   for k, item in enumerate(items))
 
 
 def _clip(text: str, limit: int) -> str:
