@@ -4,6 +4,7 @@ from hypothesis import strategies as st
 
 from wikirag.lightrag.tokens import lightrag_tokenizer
 from wikirag.markdown.chunking import chunk_text, heading_record, lightrag_chunking_func
+from wikirag.markdown.payloads import mask_payloads
 
 TOK = lightrag_tokenizer()
 
@@ -212,3 +213,32 @@ def test_ordinary_notes_chunk_byte_for_byte_as_before_payloads_were_cut():
                 digest.update(repr(fields).encode())
     assert len(texts) == 140
     assert digest.hexdigest() == "61d348dc2ebcb7fd834137806b1b0a92f95ee07f"
+
+
+def _excalidraw(drawing: str, fence: str = "```") -> str:
+    """An `.excalidraw.md` as the Excalidraw plugin saves it: text elements, then the scene compressed in a comment."""
+    lines = [drawing[i : i + 256] for i in range(0, len(drawing), 256)]
+    return ("---\nexcalidraw-plugin: parsed\ntags: [excalidraw]\n---\n==⚠  Switch to EXCALIDRAW VIEW ==\n\n"
+            "# Excalidraw Data\n\n## Text Elements\nRotor wiring diagram ^abc12345\n\nSee [[Enigma]] ^def67890\n\n"
+            f"%%\n## Drawing\n{fence}compressed-json\n" + "\n\n".join(lines) + f"\n{fence}\n%%\n")
+
+
+def test_an_excalidraw_drawing_is_cut_to_one_stand_in():
+    """The drawing's 256-character lines were each too short to be a bare base64 run: a 150 KB drawing was about
+    100,000 tokens of chunks, embedded and sent to the LLM; the drawing's text elements are what is worth reading."""
+    text = _excalidraw(_B64)
+    chunks = chunk_text(text, TOK, 1200, 100)
+    assert len(chunks) == 1 and chunks[0].tokens < 600, [c.tokens for c in chunks]
+    content = chunks[0].content
+    assert "Rotor wiring diagram" in content and "[[Enigma]]" in content
+    assert "compressed-json\n…(Excalidraw drawing, 154KB)" in content and _B64[:256] not in content
+    assert not any(line in content for line in (_B64[256 * k : 256 * (k + 1)] for k in range(len(_B64) // 256)))
+    assert chunks[0].start_line == 1 and chunks[0].end_line >= text.count("\n")  # every line still in a chunk
+    assert mask_payloads(text).count("Excalidraw drawing") == 1
+
+
+def test_a_compressed_json_fence_of_prose_or_a_short_one_is_left_alone():
+    prose = _excalidraw("", "~~~").replace("compressed-json\n\n~~~", "compressed-json\nnot base64, words\n~~~")
+    assert mask_payloads(prose) == prose
+    short = _excalidraw("QUJD" * 10)
+    assert mask_payloads(short) == short  # 40 characters: under MIN_PAYLOAD

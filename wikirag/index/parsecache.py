@@ -38,8 +38,9 @@ from wikirag.vault.memory import cyclic_gc_paused
 # 13: a link inside a link's text is the link, the outer one text; 14: a Markdown link's text may hold inline code;
 # 15: indented code inside a list item; 16: a YAML boolean among aliases is `true`/`false`, not `True`;
 # 17: body tokens and routing's character figures leave a pasted image's payload out (markdown.payloads);
-# 18: a link's context (its relation's description) leaves HTML tags out.
-CACHE_VERSION = 18
+# 18: a link's context (its relation's description) leaves HTML tags out; 19: an Excalidraw drawing's lines are
+# payloads (body tokens, routing figures).
+CACHE_VERSION = 19
 RACY_NS = 2_000_000_000  # a file modified this close before its row was written may change unseen
 
 

@@ -109,6 +109,8 @@ def chunk_text(text: str, tokenizer: Any, size: int = 600, overlap: int = 60) ->
     for block in _blocks(text):
         joined = "\n".join(block.lines)
         block.shown, moves = _cut(joined, block.offset, found) if found else (joined, [])
+        if found and not block.shown.strip():
+            continue  # an Excalidraw drawing's line, cut to nothing (markdown.payloads): no chunk holds it
         body = block.shown.strip("\n")
         tokens = len(encode(body))
         if tokens > size:

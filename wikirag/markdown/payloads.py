@@ -8,6 +8,11 @@ model (1 min 45 s) and, routed to extraction, to the LLM. Its stand-in keeps wha
 `data:image/png;base64,` head as written, then `…(750KB)`, the size of the data (decoded, for base64). No spaces,
 so a Markdown link holding it stays a link (searchable drops its target as before).
 
+An Excalidraw drawing (`.excalidraw.md`, one of the most used plugins) keeps its scene LZ-string compressed to
+base64 in a `compressed-json` fence, broken into lines of 256 characters that no bare-run rule can tell from
+prose: its lines are payloads too, the first standing for the whole drawing (`…(Excalidraw drawing, 150KB)`), the
+rest for nothing. Its text elements, above the drawing, are what is chunked.
+
 Masked everywhere, fenced code included: bytes in a code block are no more readable than in prose, and a CSS
 example's `url(data:…)` still shows its media type. Only the chunked copy changes; the note itself does not.
 Payloads hold no line break, so masking keeps every line where it was.
@@ -24,6 +29,9 @@ MIN_BARE_RUN = 1000  # a base64-looking run without `data:`: no word, no URL pat
 # data:[media type][;param=value…][;base64], then the payload up to what ends a URI in Markdown, HTML or CSS
 _DATA_URI = re.compile(r"(?<![A-Za-z0-9+.-])data:([A-Za-z0-9.+-]+/[A-Za-z0-9.+-]+)?((?:;[A-Za-z0-9.+_-]+"
                        r"(?:=[^;,\s\"'()<>]*)?)*),([^\s\"'()<>\[\]`\\]+)", re.IGNORECASE)
+# Excalidraw's `.excalidraw.md`: the fence's lines (LZ-string's base64 alphabet), each on a line of its own
+_DRAWING = re.compile(r"^(`{3,}|~{3,})compressed-json[ \t]*\n(.*?)^\1[ \t]*$", re.MULTILINE | re.DOTALL)
+_DRAWING_LINE = re.compile(r"^[A-Za-z0-9+/=]+$", re.MULTILINE)
 _DATA_SCHEME = re.compile("data:", re.IGNORECASE)  # schemes are case-insensitive: `Data:` too (RFC 3986)
 _BARE_RUN = re.compile(rf"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{{{MIN_BARE_RUN},}}={{0,2}}(?![A-Za-z0-9+/=])")
 _HALF = MIN_BARE_RUN // 2  # such a run covers one of the stretches [k·_HALF, (k+1)·_HALF) whole
@@ -50,15 +58,31 @@ def _base64_bytes(payload: str) -> int:
     return len(payload) * 3 // 4 - len(payload) + len(payload.rstrip("="))
 
 
+def _drawings(text: str) -> list[Payload]:
+    """The lines of each Excalidraw drawing (its scene, LZ-string compressed to base64 in a `compressed-json` fence
+    and broken into lines of 256 characters, in a `%%` comment under `## Drawing`): the first line's stand-in
+    names the whole drawing, the others stand as nothing. Each line is a payload of its own, so no line moves."""
+    found: list[Payload] = []
+    for fence in _DRAWING.finditer(text):
+        lines = [m for m in _DRAWING_LINE.finditer(text, fence.start(2), fence.end(2))]
+        if sum(m.end() - m.start() for m in lines) < MIN_PAYLOAD:
+            continue
+        size = _size(sum(_base64_bytes(m.group()) for m in lines))
+        found += [Payload(m.start(), m.end(), f"…(Excalidraw drawing, {size})" if k == 0 else "")
+                  for k, m in enumerate(lines)]
+    return found
+
+
 def payloads(text: str) -> list[Payload]:
     """Each payload in `text` with its stand-in, in order, none overlapping."""
-    found: list[Payload] = []
+    found: list[Payload] = _drawings(text) if "compressed-json" in text else []
     if _DATA_SCHEME.search(text):
         for m in _DATA_URI.finditer(text):
             payload = m.group(3)
             if len(payload) >= MIN_PAYLOAD:
                 size = _base64_bytes(payload) if m.group(2).lower().endswith(";base64") else len(payload)
                 found.append(Payload(m.start(3), m.end(), f"…({_size(size)})"))
+        found.sort()  # after the drawings' lines, which hold no `data:`
     # the stretches first: in prose each fails within a word, ~1 ms a MB where the scan took 35
     if len(text) >= MIN_BARE_RUN and any(_HALF_RUN.match(text, k) for k in range(0, len(text) - _HALF + 1, _HALF)):
         ends = [p.end for p in found]
