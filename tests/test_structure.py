@@ -105,8 +105,11 @@ def test_the_opening_paragraph_leaves_html_tags_out(body, opening):
     ("1. first\n2) second\n", "first; second"),
     ("- [ ] task one\n- [x] done two\n", "task one; done two"),
     ("- ![[diagram.png]]\n\nProse after.\n", "Prose after."),  # an embed alone is no description
+    ("- first ^item-1\n- second\n", "first; second"),  # block ids are for links, not read
+    ("==⚠  Switch to EXCALIDRAW VIEW in the MORE OPTIONS menu of this document. ⚠==\n\n# Excalidraw Data\n\n"
+     "## Text Elements\nRotor wiring diagram ^abc12345\n", "Rotor wiring diagram"),  # a drawing's text elements
 ])
-def test_the_opening_list_reads_as_its_items(body, opening):
+def test_the_opening_text_reads_as_shown_lists_as_their_items(body, opening):
     assert opening_paragraph(parse_note(body, "Note.md")) == opening
 
 

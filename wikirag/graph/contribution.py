@@ -129,7 +129,8 @@ def opening_paragraph(note: ParsedNote) -> str:
         if kind not in ("para", "list"):
             continue
         text = _block_text(body, start, end, hidden, list_items=kind == "list")
-        if not text or text.startswith(("|", "![[", ">", "%%", "<!--", "---")) or _metadata(body[start:end]):
+        if (not text or text.startswith(("|", "![[", ">", "%%", "<!--", "---", _EXCALIDRAW_BANNER))
+                or _metadata(body[start:end])):
             continue
         text = without_html_tags(text)
         if all(word.startswith("#") for word in text.split()):  # tags only (or nothing) once the HTML is gone
@@ -139,6 +140,9 @@ def opening_paragraph(note: ParsedNote) -> str:
     return _clip(plain_text(_items_joined(picked)), DESCRIPTION_CHARS)  # more than one: a list's items
 
 
+# The Excalidraw plugin opens every drawing with "==⚠  Switch to EXCALIDRAW VIEW in the MORE OPTIONS menu…": every
+# drawing's entity had it as its description, so their vectors were one
+_EXCALIDRAW_BANNER = "==⚠"
 _FIELD = re.compile(r"[^\W\d][\w /()-]{0,40}?::\s")  # a Dataview inline field: `up:: [[Parent]]`
 
 
@@ -165,18 +169,19 @@ class _Hidden:
         return [(a, b) for a, b in near if b > start]
 
 
+_BLOCK_ID = re.compile(r"\s\^[A-Za-z0-9-]+$")  # `… ^abc123` names the block for links; a reader does not see it
 _ITEM_MARKER = re.compile(r"(?:[-*+]|\d{1,9}[.)])\s+(?:\[.\]\s+)?")  # `- `, `1. `, `- [ ] `
 
 
 def _block_text(body: str, start: int, end: int, hidden: _Hidden, *, list_items: bool = False) -> str:
-    """A block's lines, stripped and joined, with comments and math left out. `list_items`: each item without
+    """A block's lines, stripped and joined, with comments, math and block ids left out. `list_items`: each item without
     its marker or checkbox, the items joined with "; " ("- [[Data Architecture]]" read "- Data Architecture")."""
     pieces, pos = [], start
     for a, b in hidden.meeting(start, end):
         pieces.append(body[pos:max(pos, a)])
         pos = max(pos, min(end, b))
     pieces.append(body[pos:end])
-    lines = [line.strip() for line in "".join(pieces).split("\n") if line.strip()]
+    lines = [_BLOCK_ID.sub("", line.strip()) for line in "".join(pieces).split("\n") if line.strip()]
     if not list_items:
         return " ".join(lines)
     items: list[str] = []
