@@ -313,6 +313,18 @@ def test_index_counts_below_their_floor_are_one_line(plain_vault, setting):
         _one_line_error(invoke(*command), setting.split(" =")[0])
 
 
+@pytest.mark.parametrize(("section", "setting"), [
+    ("route", "min_prose_tokens = 1e400"), ("route", "min_resolved_links = inf"),
+    ("route", "max_uncovered_tokens = 2.5"), ("cost", "model = 3"), ("cost", "prices_file = 5"),
+    ("cost", "language = [1]"), ("cost", "output_ratio = nan"), ("cost", "max_total_records = inf"),
+])
+def test_route_and_cost_settings_of_the_wrong_kind_are_one_line(plain_vault, section, setting):
+    # before: an infinite count was an OverflowError, a number or list where text goes a TypeError, both
+    # tracebacks; nan passed and failed later in the estimate, 2.5 links was silently 2
+    (plain_vault / "wikirag.toml").write_text(f"[{section}]\n{setting}\n", encoding="utf-8")
+    _one_line_error(invoke("cost-estimate", str(plain_vault)), f"[{section}]", setting.split(" =")[0])
+
+
 @pytest.mark.parametrize("flag", ["--top-k", "--chunk-top-k", "--max-tokens"])
 def test_query_numbers_below_one_are_refused(plain_vault, flag):
     result = invoke("query", "Who?", "--vault", str(plain_vault), flag, "-1")

@@ -15,6 +15,7 @@ API keys are read by the provider SDKs from their usual variables (OPENAI_API_KE
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import sys
@@ -142,17 +143,20 @@ def settings_from_mapping(cls: Any, values: Mapping[str, Any], section: str) -> 
             raise ConfigError(f"[{section}] {key}: unknown key (known: {', '.join(sorted(known))})")
         kind = _number_kind(known[key])
         if kind is None or isinstance(value, bool):
+            if kind is None and str(known[key].type).startswith("str") and not isinstance(value, str):
+                raise ConfigError(f"[{section}] {key}: expected text, got {value!r}")  # `model = 3` failed later
             out[key] = value
             continue
         if kind is bool:  # only a string (an environment variable) gets here
             out[key] = value.strip().lower() in {"1", "true", "yes", "on"} if isinstance(value, str) else value
             continue
-        try:
-            out[key] = kind(value)
+        try:  # nan, inf (1e400) and a count of 2.5 stop here: they broke the estimate later, or became 2
+            number = float(value) if isinstance(value, float) else kind(value)
+            out[key] = kind(number) if math.isfinite(number) and (kind is float or number == int(number)) else -1
         except (TypeError, ValueError):
-            raise ConfigError(f"[{section}] {key}: expected a number ≥ 0, got {value!r}") from None
+            out[key] = -1
         if out[key] < 0:  # every number here is a count, a threshold or a ratio
-            raise ConfigError(f"[{section}] {key} = {value!r}: must be a number ≥ 0")
+            raise ConfigError(f"[{section}] {key} = {value!r}: expected a number ≥ 0{', whole' * (kind is int)}")
     return cls(**out)
 
 
@@ -186,13 +190,8 @@ class WikiragConfig:
 _TOP_KEYS = {"store", "workspace", "exclude"}
 _OWN_MODULE_SECTIONS = {"route", "storage", "cost"}  # read by routing.py, storage, cost.py
 _SECTIONS = {"index": IndexSettings, "embedding": EmbeddingSettings, "llm": LLMSettings}
-_SHORT_ENV = {
-    "WIKIRAG_LLM": ("llm", "model"),
-    "WIKIRAG_LLM_BASE_URL": ("llm", "base_url"),
-    "WIKIRAG_EMBEDDING": ("embedding", "model"),
-}
-
-
+_SHORT_ENV = {"WIKIRAG_LLM": ("llm", "model"), "WIKIRAG_LLM_BASE_URL": ("llm", "base_url"),
+              "WIKIRAG_EMBEDDING": ("embedding", "model")}
 TOKEN_ENCODINGS = ("o200k_base", "cl100k_base")  # the tiktoken tables wikirag ships (lightrag.tokens)
 
 
