@@ -402,6 +402,12 @@ def test_modes_are_read_whatever_their_case(tmp_path, fast_embedding):
     ("exlude = [\"drafts/**\"]\n", "unknown key 'exlude'"),  # a typo did nothing
     ("[route]\nmin_resolved_links = -1\n", "[route] min_resolved_links = -1: must be a number ≥ 0"),
     ("[embedding]\nmodel = \"local:nope\"\n", "unknown local embedding model 'nope'"),  # left a store folder
+    # tracebacks before: text settings given a number, in the first command that read them
+    ("[llm]\nmodel = 3\n", "[llm] model: expected text, got 3"),
+    ("[embedding]\nmodel = 3\n", "[embedding] model: expected text, got 3"),
+    ("[index]\ndefault_note_type = 3\n", "[index] default_note_type: expected text, got 3"),
+    ("[llm]\ntimeout_s = nan\n", "[llm] timeout_s = nan: must be a number ≥ 0"),  # passed, as did -1 and inf
+    ("[llm]\nmax_retries = -1\n", "[llm] max_retries = -1: must be a number ≥ 0"),
 ])
 def test_settings_that_would_fail_mid_run_are_refused_at_the_start(tmp_path, toml, says):
     vault = tmp_path / "vault"

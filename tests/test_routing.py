@@ -32,7 +32,7 @@ def test_settings_from_mapping():
     assert (s.min_resolved_links, s.max_uncovered_tokens) == (7, 40)
     with pytest.raises(ConfigError, match=r"\[route\] min_links: unknown key"):
         RouteSettings.from_mapping({"min_links": 3})
-    with pytest.raises(ConfigError, match="expected a number"):
+    with pytest.raises(ConfigError, match="expected a whole number"):
         RouteSettings.from_mapping({"min_prose_tokens": "many"})
 
 

@@ -152,11 +152,13 @@ def settings_from_mapping(cls: Any, values: Mapping[str, Any], section: str) -> 
             continue
         try:  # nan, inf (1e400) and a count of 2.5 stop here: they broke the estimate later, or became 2
             number = float(value) if isinstance(value, float) else kind(value)
-            out[key] = kind(number) if math.isfinite(number) and (kind is float or number == int(number)) else -1
+            out[key] = kind(number) if math.isfinite(number) and (kind is float or number == int(number)) else None
         except (TypeError, ValueError):
-            out[key] = -1
+            out[key] = None
+        if out[key] is None:
+            raise ConfigError(f"[{section}] {key}: expected a {'whole ' * (kind is int)}number ≥ 0, got {value!r}")
         if out[key] < 0:  # every number here is a count, a threshold or a ratio
-            raise ConfigError(f"[{section}] {key} = {value!r}: expected a number ≥ 0{', whole' * (kind is int)}")
+            raise ConfigError(f"[{section}] {key} = {value!r}: must be a number ≥ 0")
     return cls(**out)
 
 
@@ -195,36 +197,34 @@ _SHORT_ENV = {"WIKIRAG_LLM": ("llm", "model"), "WIKIRAG_LLM_BASE_URL": ("llm", "
 TOKEN_ENCODINGS = ("o200k_base", "cl100k_base")  # the tiktoken tables wikirag ships (lightrag.tokens)
 
 
-def _coerce(value: Any, current: Any, key: str) -> Any:
-    """Turn env/flag strings into the type of the default they replace (and a TOML 400.0 where a whole number
-    goes into that number; 400.5 or inf is refused)."""
-    if isinstance(current, int) and not isinstance(current, bool) and isinstance(value, float):
-        if not value.is_integer():
-            raise ConfigError(f"{key}: expected a whole number, got {value!r}")
-        return int(value)
+def _coerce(value: Any, current: Any, key: str, text: bool = False) -> Any:
+    """Turn env/flag strings into the type of the default they replace (a TOML 400.0 where a whole number goes
+    into that number). Refused: a number or list where text goes (`model = 3` broke the command reading it), a
+    fraction where a whole number goes, and below 0, nan or inf (each number here is a count, a size or seconds)."""
+    if text and value is not None and not isinstance(value, str):
+        raise ConfigError(f"{key}: expected text, got {value!r}")
     if isinstance(current, (bool, int, float)) and not isinstance(value, (str, int, float)):
         raise ConfigError(f"{key}: expected {type(current).__name__}, got {value!r}")
-    if not isinstance(value, str):
-        return value
-    if isinstance(current, bool):
-        return value.strip().lower() in {"1", "true", "yes", "on"}
+    if isinstance(current, bool) or not isinstance(current, (int, float)):
+        return value.strip().lower() in {"1", "true", "yes", "on"} if isinstance(current, bool) else value
     try:
-        if isinstance(current, int):
-            return int(value)
-        if isinstance(current, float):
-            return float(value)
+        number = float(value) if isinstance(current, float) or isinstance(value, float) else int(value)
     except ValueError:
         raise ConfigError(f"{key}: expected a number, got {value!r}") from None
-    return value
+    if isinstance(current, int) and not float(number).is_integer():
+        raise ConfigError(f"{key}: expected a whole number, got {value!r}")
+    if not 0 <= number < math.inf:
+        raise ConfigError(f"{key} = {value!r}: must be a number ≥ 0")
+    return int(number) if isinstance(current, int) else number
 
 
 def _apply(section_obj: Any, values: dict[str, Any], origin: str, section: str) -> Any:
-    known = {f.name for f in fields(section_obj)}
+    known = {f.name: str(f.type).startswith("str") for f in fields(section_obj)}  # name -> whether it holds text
     changes = {}
     for key, value in values.items():
         if key not in known:
             raise ConfigError(f"{origin}: unknown key [{section}] {key}")
-        changes[key] = _coerce(value, getattr(section_obj, key), f"{origin} [{section}] {key}")
+        changes[key] = _coerce(value, getattr(section_obj, key), f"{origin} [{section}] {key}", known[key])
     return replace(section_obj, **changes)
 
 
