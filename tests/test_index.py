@@ -564,6 +564,24 @@ def test_a_qualified_name_that_is_another_note_s_title_does_not_merge_the_two(tm
     assert set(names.values()) <= set(snapshot(config)["nodes"])  # four note entities, not two
 
 
+def test_names_written_in_nfd_and_nfc_are_one_name(tmp_path):
+    # macOS writes names in NFD: a link typed both ways is one target for the resolver (it folds NFC), so it was
+    # one missing note shown as two entities that look alike, and an NFD title met no NFC one, two "Café" nodes
+    import unicodedata
+
+    nfd = unicodedata.normalize("NFD", "Café")
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "a.md").write_text(f"---\ntitle: {nfd}\n---\ntitled in NFD\n")
+    (vault / "Café.md").write_text("named in NFC\n")
+    (vault / "l.md").write_text(f"[[Missing {nfd}]] and [[Missing Café]]\n")
+    names = note_entity_names(Vault.load(vault).notes)
+    assert names["a.md"] != names["Café.md"] and all(unicodedata.is_normalized("NFC", n) for n in names.values())
+    config, _ = index(vault, tmp_path / "store")
+    nodes = set(snapshot(config)["nodes"])
+    assert "Missing Café" in nodes and len(nodes) == 4, sorted(map(ascii, nodes))
+
+
 def test_entity_names_are_bounded_and_stay_apart(tmp_path):
     """A title pasted as a paragraph, or a link to one, is no name a store can key: LightRAG's PostgreSQL tables
     hold names in VARCHAR(512) and relations under "source<SEP>target" (tests/test_embedded.py runs it there)."""

@@ -5,6 +5,7 @@ links and attachments, all normalised the way LightRAG normalises extracted name
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Mapping
 from itertools import chain, count
 from typing import Any
@@ -28,6 +29,8 @@ def fit(name: str, tail: str = "") -> str:
     an LLM's entities line by line, so none it extracts could ever meet that name, and a hint line would break),
     within NAME_MAX_CHARS and NAME_MAX_BYTES: cut at the end of `name`, marked with "…" (a tail over
     _TAIL_MAX_CHARS loses its start instead: " (…er/Note)"), so the tail that tells names apart stays."""
+    if not name.isascii():  # NFD (as macOS writes) and NFC spellings of one name are one entity, as one link target
+        name = unicodedata.normalize("NFC", name)
     if not (name + tail).isprintable():
         name, tail = _BREAKS.sub(" ", name).strip(), _BREAKS.sub(" ", tail)
     whole = name + tail
