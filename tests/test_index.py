@@ -582,6 +582,19 @@ def test_names_written_in_nfd_and_nfc_are_one_name(tmp_path):
     assert "Missing Café" in nodes and len(nodes) == 4, sorted(map(ascii, nodes))
 
 
+def test_a_note_named_only_by_spaces_leaves_the_name_note_to_note_md(tmp_path):
+    # " .md" normalised to "", then "Note " to "Note": it took Note.md's name, and both became qualified
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    for name in ("Note", " ", "\u3000"):
+        (vault / f"{name}.md").write_text(f"body of [{name}]\n")
+    (vault / "l.md").write_text("[[.md]]\n")  # a link whose name is empty: no entity "Note" either
+    names = note_entity_names(Vault.load(vault).notes)
+    assert names["Note.md"] == "Note" and names[" .md"].startswith("Untitled note"), names
+    config, _ = index(vault, tmp_path / "store")
+    assert sorted(n for n in snapshot(config)["nodes"] if n.startswith("Note")) == ["Note"]
+
+
 def test_entity_names_are_bounded_and_stay_apart(tmp_path):
     """A title pasted as a paragraph, or a link to one, is no name a store can key: LightRAG's PostgreSQL tables
     hold names in VARCHAR(512) and relations under "source<SEP>target" (tests/test_embedded.py runs it there)."""

@@ -52,7 +52,8 @@ def note_entity_names(notes: dict[str, ParsedNote]) -> dict[str, str]:
     base: dict[str, str] = {}
     for path, note in notes.items():
         title = note.title.strip() or note.name
-        base[path] = fit(normalize_name(title) or normalize_name(f"Note {title}") or "Untitled note")
+        # "Note 42" for a title LightRAG's normaliser empties (digits); a blank one, "Note", would take Note.md's name
+        base[path] = fit(normalize_name(title) or title.strip() and normalize_name(f"Note {title}") or "Untitled note")
     groups: dict[str, list[str]] = {}
     for path, name in base.items():
         groups.setdefault(name.casefold(), []).append(path)
@@ -96,7 +97,7 @@ def unresolved_name(link: WikiLink) -> str:
     target = link.target.rstrip("/").rsplit("/", 1)[-1]
     if target.lower().endswith(".md"):
         target = target[:-3]
-    return fit(normalize_name(target) or normalize_name(f"Note {target}") or "")
+    return fit(normalize_name(target) or target.strip() and normalize_name(f"Note {target}") or "")
 
 
 def unresolved_names(vault: Any, names: Mapping[str, str]) -> dict[str, str]:
