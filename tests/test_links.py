@@ -168,3 +168,44 @@ def test_an_index_of_the_wanted_names_resolves_as_the_whole_one() -> None:
             part = LinkIndex(VAULT, names=set() if name is None else {name})
             assert part.resolve(link, source) == whole.resolve(link, source), (target, source)
     assert len(LinkIndex(VAULT, names={"note"})._by_path) < len(whole._by_path)  # it did leave files out
+
+
+def test_a_name_thousands_of_notes_share_resolves_without_a_scan_per_link() -> None:
+    """Docs exported to a vault hold an index.md per folder, each folder's notes linking [[index]]: the tie-break
+    ranked every candidate for every link (4,000 x 4,000 ranks, 10 s of `stats` for 4,000 notes)."""
+    paths = [f"s{i // 50}/p{i}/index.md" for i in range(4_000)] + [f"s{i // 50}/p{i}/README.md" for i in range(4_000)]
+    index = LinkIndex(paths)
+    start = time.perf_counter()
+    resolved = [index.resolve(WikiLink(raw="", target="index"), f"s{i // 50}/p{i}/README.md") for i in range(4_000)]
+    assert time.perf_counter() - start < 2.0
+    assert [r.path for r in resolved] == paths[:4_000]
+    assert resolved[0].status == "ambiguous" and len(resolved[0].candidates) == 4_000
+
+
+def test_the_tie_break_among_many_candidates_is_the_ranked_one() -> None:
+    """The tie-break over a large bucket (sorted once) picks what ranking every candidate picks."""
+    import random
+
+    from wikirag.vault.links import _rank, fold
+
+    rng = random.Random(7)
+    folders = ["", "a", "ab", "a/b", "A/B", "ab/c", "abc", "b", "b/a", "z/a/b", "Caf\u00e9", "caf\u00e9/x", "x/y/z"]
+    names = ["Note.md", "note.md", "NOTE.md", "Other.md", "img.png"]
+    every = sorted({f"{f}/{n}".lstrip("/") for f in folders for n in names if rng.random() < 0.8}
+                   | {f"d{i}/{n}" for i in range(40) for n in ("Note.md", "Other.md", "img.png")})
+    for paths in (every, [p for p in every if "/" in p]):  # with files at the root (exact paths), and without
+        index = LinkIndex(paths)
+        for target in ["Note", "note", "NOTE.md", "Other", "img.png"]:
+            for source in [*paths, "new/x.md", "a/b/c/x.md", "d7/x.md", "abz/x.md"]:
+                got = index.resolve(WikiLink(raw="", target=target), source)
+                key = fold(target)
+                candidates = [p for p in paths if fold(p.rsplit("/", 1)[-1]) in (key, key + ".md")]
+                exact = [p for p in paths if fold(p) in (key, key + ".md")]
+                folder = fold(source.rsplit("/", 1)[0]) if "/" in source else ""
+                best = min(candidates, key=lambda p: _rank(p, exact, folder, target))
+                assert got.path == best, (target, source)
+                assert got.candidates in ((), tuple(sorted(candidates))), (target, source)
+        index.add("d0/x/Other.md")  # a new file in a bucket sorted already: sorted again
+        wanted = "Other.md" if "Other.md" in paths else "d0/x/Other.md"
+        assert index.resolve(WikiLink(raw="", target="Other"), "d0/x/y.md").path == wanted
+    assert index._ordered  # the sorted buckets were used

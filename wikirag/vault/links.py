@@ -19,6 +19,7 @@ resolving a link never scans the vault. Rules, in order (docs/parsing.md has the
 
 from __future__ import annotations
 
+import bisect
 import posixpath
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -107,6 +108,7 @@ class LinkIndex:
         self._by_name: dict[str, list[str]] = {}
         self._by_path: dict[str, list[str]] = {}
         self._resolved: dict[str, Resolution] = {}
+        self._ordered: dict[str, _Ordered] = {}  # name -> its large bucket sorted for the tie-break (`_choose`)
         for path in dict.fromkeys(paths):
             if names is None or _answers_to(path, names):
                 self._put(path, new=True)
@@ -121,6 +123,8 @@ class LinkIndex:
         """File `path` under its path and name keys. `new`: it is not in the index yet, so a bucket's last entry
         says whether this call filed it already (a non-note's two keys are one); else a bucket is searched."""
         path_keys, names = _keys(path)
+        for key in names:
+            self._ordered.pop(key, None)
         for table, keys in ((self._by_path, path_keys), (self._by_name, names)):
             for key in keys:
                 bucket = table.get(key)
@@ -132,6 +136,8 @@ class LinkIndex:
     def remove(self, path: str) -> None:
         self._resolved.pop(path, None)
         path_keys, names = _keys(path)
+        for key in names:
+            self._ordered.pop(key, None)
         for table, keys in ((self._by_name, names), (self._by_path, path_keys)):
             for key in keys:
                 bucket = table.get(key)
@@ -178,10 +184,28 @@ class LinkIndex:
         if not candidates:
             return _UNRESOLVED
         folder = fold(posixpath.dirname(from_path))
+        if "/" not in key and not exact and len(candidates) > _SORTED_FROM:
+            return self._choose(key, folder, from_path)
         chosen = min(candidates, key=lambda p: _rank(p, exact, folder, target))
         if "/" in key and folder and f"{folder}/{key}" in _keys(chosen)[0]:
             return self._found(chosen, (), from_path)  # the path taken from the note's folder: no doubt left
         return self._found(chosen, tuple(sorted(candidates)), from_path)
+
+    def _choose(self, name: str, folder: str, from_path: str) -> Resolution:
+        """`_rank`'s pick among the files named `name` when none has the target's exact path (so none is spelled
+        as the link either): the shortest path under `folder`, else of all. Ranking every candidate for every
+        link was quadratic where thousands of files share a name (an index.md per folder, each linked from its
+        folder); the bucket is sorted once by folded path, where the paths under a folder lie side by side."""
+        ordered = self._ordered.get(name)
+        if ordered is None:
+            ordered = self._ordered[name] = _Ordered(self._by_name[name])
+        folded, paths = ordered.folded, ordered.paths
+        start = bisect.bisect_left(folded, folder) if folder else len(folded)
+        end = start
+        while end < len(folded) and folded[end].startswith(folder):
+            end += 1
+        chosen = min(paths[start:end], key=lambda p: (len(p), fold(p), p)) if end > start else ordered.first
+        return self._found(chosen, ordered.candidates, from_path)
 
     def _exact(self, path: str, from_path: str) -> Resolution:
         hits = self._by_path.get(fold(path), ())
@@ -199,6 +223,22 @@ class LinkIndex:
         if hit is None:
             hit = self._resolved[path] = Resolution("resolved", path, (), not is_note(path))
         return hit
+
+
+_SORTED_FROM = 16  # candidates; a smaller bucket is ranked whole, as sorting it would cost more
+
+
+class _Ordered:
+    """A bucket of files sharing a name, as `LinkIndex._choose` reads it: the folded paths sorted, the paths in
+    that order, the first of all by the tie-break, and the bucket sorted as a Resolution's candidates."""
+
+    __slots__ = ("folded", "paths", "first", "candidates")
+
+    def __init__(self, bucket: list[str]) -> None:
+        pairs = sorted((fold(p), p) for p in bucket)
+        self.folded, self.paths = [f for f, _ in pairs], [p for _, p in pairs]
+        self.first = min(bucket, key=lambda p: (len(p), fold(p), p))
+        self.candidates = tuple(sorted(bucket))
 
 
 def _rank(path: str, exact: Sequence[str], folder: str, target: str) -> tuple:
