@@ -177,8 +177,12 @@ class LinkIndex:
             # as Obsidian compares: `b/Note` also finds `xab/Note.md`)
             if len(exact) == 1:
                 return self._found(exact[0], (), from_path)
-            names = self._by_name.get(link_name_key(target), ())
-            candidates = [p for p in names if any(k.endswith(key) for k in _keys(p)[0])]
+            name = link_name_key(target)
+            names = self._by_name.get(name, ())
+            if len(names) > _SORTED_FROM:  # Obsidian writes `[[p5/index]]` where many files are index.md
+                candidates = self._order(name).ending_with(key)
+            else:
+                candidates = [p for p in names if any(k.endswith(key) for k in _keys(p)[0])]
             if len(candidates) == 1:
                 return self._found(candidates[0], (), from_path)
         if not candidates:
@@ -196,9 +200,7 @@ class LinkIndex:
         as the link either): the shortest path under `folder`, else of all. Ranking every candidate for every
         link was quadratic where thousands of files share a name (an index.md per folder, each linked from its
         folder); the bucket is sorted once by folded path, where the paths under a folder lie side by side."""
-        ordered = self._ordered.get(name)
-        if ordered is None:
-            ordered = self._ordered[name] = _Ordered(self._by_name[name])
+        ordered = self._order(name)
         folded, paths = ordered.folded, ordered.paths
         start = bisect.bisect_left(folded, folder) if folder else len(folded)
         end = start
@@ -206,6 +208,12 @@ class LinkIndex:
             end += 1
         chosen = min(paths[start:end], key=lambda p: (len(p), fold(p), p)) if end > start else ordered.first
         return self._found(chosen, ordered.candidates, from_path)
+
+    def _order(self, name: str) -> _Ordered:
+        ordered = self._ordered.get(name)
+        if ordered is None:
+            ordered = self._ordered[name] = _Ordered(self._by_name[name])
+        return ordered
 
     def _exact(self, path: str, from_path: str) -> Resolution:
         hits = self._by_path.get(fold(path), ())
@@ -230,15 +238,26 @@ _SORTED_FROM = 16  # candidates; a smaller bucket is ranked whole, as sorting it
 
 class _Ordered:
     """A bucket of files sharing a name, as `LinkIndex._choose` reads it: the folded paths sorted, the paths in
-    that order, the first of all by the tie-break, and the bucket sorted as a Resolution's candidates."""
+    that order, the first of all by the tie-break, and the bucket sorted as a Resolution's candidates; and for
+    `ending_with`, the folded path keys reversed and sorted (a suffix is then a prefix: one bisected run)."""
 
-    __slots__ = ("folded", "paths", "first", "candidates")
+    __slots__ = ("folded", "paths", "first", "candidates", "reversed", "reversed_paths")
 
     def __init__(self, bucket: list[str]) -> None:
         pairs = sorted((fold(p), p) for p in bucket)
         self.folded, self.paths = [f for f, _ in pairs], [p for _, p in pairs]
         self.first = min(bucket, key=lambda p: (len(p), fold(p), p))
         self.candidates = tuple(sorted(bucket))
+        keys = sorted((k[::-1], p) for p in bucket for k in _keys(p)[0])
+        self.reversed, self.reversed_paths = [k for k, _ in keys], [p for _, p in keys]
+
+    def ending_with(self, key: str) -> list[str]:
+        """The files one of whose folded path keys ends with `key`, as a string."""
+        backwards = key[::-1]
+        start = end = bisect.bisect_left(self.reversed, backwards)
+        while end < len(self.reversed) and self.reversed[end].startswith(backwards):
+            end += 1
+        return list(dict.fromkeys(self.reversed_paths[start:end]))
 
 
 def _rank(path: str, exact: Sequence[str], folder: str, target: str) -> tuple:
