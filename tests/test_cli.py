@@ -498,3 +498,15 @@ def test_a_note_holding_a_pasted_image_indexes_into_few_chunks_and_its_prose_is_
         found = invoke("search", "rotor order checking machine", "--vault", str(vault), "-m", mode, "--json")
         assert found.exit_code == 0, found.output
         assert json.loads(found.stdout)["hits"][0]["path"] == "Wiring.md", (mode, found.stdout)
+
+
+@pytest.mark.parametrize("args", [["index", ""], ["stats", ""], ["cost-estimate", " "], ["watch", ""], ["doctor", ""],
+                                  ["search", "x", "--vault", ""], ["export", "-o", "-", "--vault", ""], ["mcp", ""]])
+def test_an_empty_vault_path_is_refused_not_read_as_the_current_folder(tmp_path, monkeypatch, args):
+    """`wikirag index "$VAULT"` with VAULT unset: Path("") is the current folder, which was indexed (a store
+    written wherever the script ran)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "Note.md").write_text("A note in the folder the script runs in.\n")
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2 and "the vault path is empty" in result.output, result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["Note.md"]  # no store made here

@@ -23,6 +23,7 @@ from wikirag.cli.common import (
     build_config,
     fail,
     stderr_console,
+    vault_path,
 )
 from wikirag.errors import WikiragError
 
@@ -86,7 +87,8 @@ def query(
     # query.retrieve.DEFAULT_MODE (not imported here: it would load the query pipeline for every command)
     mode: Annotated[str, typer.Option("--mode", "-m", help="naive, local, global, hybrid, mix or bypass.")] = "mix",
     vault: Annotated[
-        Path | None, typer.Option("--vault", help="Vault (default: found from the current folder upwards).")
+        Path | None, typer.Option("--vault", help="Vault (default: found from the current folder upwards).",
+                                  parser=vault_path)
     ] = None,
     store: StoreOpt = None,
     config_file: ConfigOpt = None,
@@ -201,7 +203,8 @@ def export(
     output: Annotated[Path, typer.Option("--output", "-o", help="File to write.", show_default=False)],
     *,
     fmt: Annotated[str, typer.Option("--format", help="graphml (Gephi, yEd) or json.")] = "graphml",
-    vault: Annotated[Path | None, typer.Option("--vault", help="Vault (default: found upwards).")] = None,
+    vault: Annotated[Path | None, typer.Option("--vault", help="Vault (default: found upwards).",
+                                               parser=vault_path)] = None,
     store: StoreOpt = None,
 ) -> None:
     """Write the indexed graph to a file (`-o -`: to standard output).

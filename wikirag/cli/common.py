@@ -57,7 +57,16 @@ def main(
     """
 
 
-VaultArg = Annotated[Path, typer.Argument(metavar="VAULT", help="The Obsidian vault folder.", show_default=False)]
+def vault_path(value: str) -> Path:
+    """A vault named on the command line. An empty one (`wikirag index "$VAULT"` with VAULT unset) would be the
+    current folder to Path(""): refused, so a script does not index wherever it runs."""
+    if not value.strip():
+        raise typer.BadParameter("the vault path is empty")
+    return Path(value)
+
+
+VaultArg = Annotated[Path, typer.Argument(metavar="VAULT", help="The Obsidian vault folder.", show_default=False,
+                                          parser=vault_path)]
 
 
 RouteOpt = Annotated[

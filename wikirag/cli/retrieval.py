@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from wikirag.cli.common import ConfigOpt, JsonOpt, LLMOpt, StoreOpt, app, build_config, fail
+from wikirag.cli.common import ConfigOpt, JsonOpt, LLMOpt, StoreOpt, app, build_config, fail, vault_path
 from wikirag.errors import WikiragError
 
 
@@ -19,7 +19,8 @@ def search(
     text: Annotated[str, typer.Argument(metavar="QUERY", help="Keywords or a question.", show_default=False)],
     *,
     vault: Annotated[
-        Path | None, typer.Option("--vault", help="Vault (default: found from the current folder upwards).")
+        Path | None, typer.Option("--vault", help="Vault (default: found from the current folder upwards).",
+                                  parser=vault_path)
     ] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=100, help="How many notes.")] = 10,
     mode: Annotated[
@@ -70,7 +71,7 @@ def mcp(
     vault: Annotated[
         Path | None,
         typer.Argument(metavar="[VAULT]", help="The vault (default: found from the current folder upwards).",
-                       show_default=False),
+                       show_default=False, parser=vault_path),
     ] = None,
     *,
     watch: Annotated[bool, typer.Option("--watch", help="Keep the index following the vault while serving.")] = False,
