@@ -582,6 +582,17 @@ def test_names_written_in_nfd_and_nfc_are_one_name(tmp_path):
     assert "Missing Café" in nodes and len(nodes) == 4, sorted(map(ascii, nodes))
 
 
+def test_lightrags_separator_in_a_title_or_link_is_no_separator_in_the_graph(tmp_path):
+    # "a<SEP>b" as an entity name: LightRAG keys a relation "source<SEP>target" and splits descriptions on it
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "a.md").write_text("---\ntitle: 'x<SEP>y'\n---\nSee [[b]] and [[c<SEP>d]].\n")
+    (vault / "b.md").write_text("A note.\n")
+    config, _ = index(vault, tmp_path / "store")
+    nodes = set(snapshot(config)["nodes"])
+    assert {"x‹SEP›y", "c‹SEP›d", "b"} <= nodes and not any("<SEP>" in n for n in nodes), nodes
+
+
 def test_a_note_named_only_by_spaces_leaves_the_name_note_to_note_md(tmp_path):
     # " .md" normalised to "", then "Note " to "Note": it took Note.md's name, and both became qualified
     vault = tmp_path / "vault"

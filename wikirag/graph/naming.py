@@ -28,11 +28,14 @@ def fit(name: str, tail: str = "") -> str:
     """`name` + `tail` on one line (a title written as a YAML block, `title: |`, has line breaks: LightRAG reads
     an LLM's entities line by line, so none it extracts could ever meet that name, and a hint line would break),
     within NAME_MAX_CHARS and NAME_MAX_BYTES: cut at the end of `name`, marked with "…" (a tail over
-    _TAIL_MAX_CHARS loses its start instead: " (…er/Note)"), so the tail that tells names apart stays."""
+    _TAIL_MAX_CHARS loses its start instead: " (…er/Note)"), so the tail that tells names apart stays. LightRAG's
+    separator `<SEP>` in a title or a link's target reads `‹SEP›`."""
     if not name.isascii():  # NFD (as macOS writes) and NFC spellings of one name are one entity, as one link target
         name = unicodedata.normalize("NFC", name)
     if not (name + tail).isprintable():
         name, tail = _BREAKS.sub(" ", name).strip(), _BREAKS.sub(" ", tail)
+    if "<SEP>" in name:  # LightRAG's field separator: a relation keyed "a<SEP>b<SEP>c" has no one reading back
+        name = name.replace("<SEP>", "‹SEP›")
     whole = name + tail
     if len(whole) <= NAME_MAX_CHARS and (whole.isascii() or len(whole.encode()) <= NAME_MAX_BYTES):
         return whole

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from wikirag.index.planning import Plan
     from wikirag.vault.model import Vault
 
-DERIVED_VERSION = 7  # bump when a row's encoding or what it derives from changes (4: link tie-break; 7: NFC names)
+DERIVED_VERSION = 7  # bump when a row's encoding or what it derives from changes (4: link tie-break; 7: NFC, ‹SEP›)
 # 2: unresolved links carry their entity name (RestoredLinks.unresolved_names)
 # 3: ... in a column of their own, so a run that reads only them never parses a row's links
 # 5: entity names bounded in length (graph.naming.fit): a saved unresolved name may be too long
