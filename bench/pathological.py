@@ -46,6 +46,7 @@ UNITS: dict[str, str | tuple[str, str, str]] = {  # name: unit repeated to the s
     "md-open": "[a](", "md-spaces": ("[](", " ", "x"), "wikilinks": "[[a]] ", "callout": "> [!note] a\n",
     "html": "<a ", "url": "http://", "sentences": "A. ", "setext": "a\n-\n", "tiny-paras": "a\n\n",
     "data-uri": ("![](data:image/png;base64,", "QUJD", ")"),  # a pasted image: one base64 run, no spaces
+    "drawing-fences": ('"excalidraw"\n', "```json\nx\n", ""),  # Excalidraw scene openers no line closes
 }
 DISTINCT: dict[str, str | tuple[str, str, str]] = {  # numbered: every name, tag and key a new one
     "names": "Name{} and ", "tags": "#t{} ", "fm-keys": ("---\n", 'k{}: "[[a]]"\n', "---\n"),

@@ -242,3 +242,23 @@ def test_a_compressed_json_fence_of_prose_or_a_short_one_is_left_alone():
     assert mask_payloads(prose) == prose
     short = _excalidraw("QUJD" * 10)
     assert mask_payloads(short) == short  # 40 characters: under MIN_PAYLOAD
+
+
+def test_an_excalidraw_drawing_saved_uncompressed_is_cut_to_one_stand_in():
+    """With the plugin's compression off the scene is JSON, one key or value a line (its pasted images as data URIs
+    in "files"): each line a payload, the first standing for the drawing. A JSON example in a note stays."""
+    import json
+
+    scene = {"type": "excalidraw", "version": 2,
+             "elements": [{"id": f"e{k}", "type": "rectangle", "x": k, "y": 2 * k} for k in range(300)],
+             "files": {"f1": {"mimeType": "image/png", "dataURL": f"data:image/png;base64,{_B64}"}}}
+    drawing = json.dumps(scene, indent="\t")
+    text = _excalidraw("").replace("```compressed-json\n\n```", f"```json\n{drawing}\n```")
+    chunks = chunk_text(text, TOK, 1200, 100)
+    assert len(chunks) == 1 and chunks[0].tokens < 2000, [c.tokens for c in chunks]
+    content = chunks[0].content
+    assert "Rotor wiring diagram" in content and "```json\n…(Excalidraw drawing, " in content
+    assert "rectangle" not in content and _B64[:100] not in content
+    listing = json.dumps({"type": "note", "items": list(range(200))}, indent=1)
+    example = f"A config example:\n\n```json\n{listing}\n```\n"
+    assert mask_payloads(example) == example

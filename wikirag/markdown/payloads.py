@@ -11,7 +11,8 @@ so a Markdown link holding it stays a link (searchable drops its target as befor
 An Excalidraw drawing (`.excalidraw.md`, one of the most used plugins) keeps its scene LZ-string compressed to
 base64 in a `compressed-json` fence, broken into lines of 256 characters that no bare-run rule can tell from
 prose: its lines are payloads too, the first standing for the whole drawing (`…(Excalidraw drawing, 150KB)`), the
-rest for nothing. Its text elements, above the drawing, are what is chunked.
+rest for nothing; so does a scene saved uncompressed, in a `json` fence opening `{"type": "excalidraw"`. Its text
+elements, above the drawing, are what is chunked.
 
 Masked everywhere, fenced code included: bytes in a code block are no more readable than in prose, and a CSS
 example's `url(data:…)` still shows its media type. Only the chunked copy changes; the note itself does not.
@@ -29,9 +30,12 @@ MIN_BARE_RUN = 1000  # a base64-looking run without `data:`: no word, no URL pat
 # data:[media type][;param=value…][;base64], then the payload up to what ends a URI in Markdown, HTML or CSS
 _DATA_URI = re.compile(r"(?<![A-Za-z0-9+.-])data:([A-Za-z0-9.+-]+/[A-Za-z0-9.+-]+)?((?:;[A-Za-z0-9.+_-]+"
                        r"(?:=[^;,\s\"'()<>]*)?)*),([^\s\"'()<>\[\]`\\]+)", re.IGNORECASE)
-# Excalidraw's `.excalidraw.md`: the fence's lines (LZ-string's base64 alphabet), each on a line of its own
-_DRAWING = re.compile(r"^(`{3,}|~{3,})compressed-json[ \t]*\n(.*?)^\1[ \t]*$", re.MULTILINE | re.DOTALL)
-_DRAWING_LINE = re.compile(r"^[A-Za-z0-9+/=]+$", re.MULTILINE)
+# Excalidraw's `.excalidraw.md`: the scene compressed (LZ-string's base64 alphabet, a line of its own each) or, with
+# the plugin's compression off, as JSON ({"type": "excalidraw", …}, one key or value a line)
+_DRAWING_FENCE = re.compile(r"^(`{3,}|~{3,})(compressed-json|json)[ \t]*$", re.MULTILINE)
+_SCENE = re.compile(r"\s*\{\s*\"type\"\s*:\s*\"excalidraw\"")
+_DRAWING_LINES = {"compressed-json": re.compile(r"^[A-Za-z0-9+/=]+$", re.MULTILINE),
+                  "json": re.compile(r"^.*\S.*$", re.MULTILINE)}
 _DATA_SCHEME = re.compile("data:", re.IGNORECASE)  # schemes are case-insensitive: `Data:` too (RFC 3986)
 _BARE_RUN = re.compile(rf"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{{{MIN_BARE_RUN},}}={{0,2}}(?![A-Za-z0-9+/=])")
 _HALF = MIN_BARE_RUN // 2  # such a run covers one of the stretches [k·_HALF, (k+1)·_HALF) whole
@@ -60,14 +64,27 @@ def _base64_bytes(payload: str) -> int:
 
 def _drawings(text: str) -> list[Payload]:
     """The lines of each Excalidraw drawing (its scene, LZ-string compressed to base64 in a `compressed-json` fence
-    and broken into lines of 256 characters, in a `%%` comment under `## Drawing`): the first line's stand-in
-    names the whole drawing, the others stand as nothing. Each line is a payload of its own, so no line moves."""
+    and broken into lines of 256 characters, or uncompressed in a `json` fence, in a `%%` comment under
+    `## Drawing`): the first line's stand-in names the whole drawing, the others stand as nothing. Each line is a
+    payload of its own, so no line moves."""
     found: list[Payload] = []
-    for fence in _DRAWING.finditer(text):
-        lines = [m for m in _DRAWING_LINE.finditer(text, fence.start(2), fence.end(2))]
+    unclosed: set[str] = set()  # fences no line closes after an opener: none closes one after a later opener either
+    pos = 0
+    while opener := _DRAWING_FENCE.search(text, pos):
+        pos = opener.end()
+        fence = opener.group(1)
+        closer = None if fence in unclosed else re.compile(rf"^{fence}[ \t]*$", re.MULTILINE).search(text, pos)
+        if closer is None:  # each opener looked for its closer to the end: 20,000 openers took 45 s
+            unclosed.add(fence)
+            continue
+        start, end, pos = pos + 1, closer.start(), closer.end()
+        compressed = opener.group(2) == "compressed-json"
+        if not compressed and not _SCENE.match(text, start, end):
+            continue  # a JSON example in a note, not a drawing's scene
+        lines = list(_DRAWING_LINES[opener.group(2)].finditer(text, start, end))
         if sum(m.end() - m.start() for m in lines) < MIN_PAYLOAD:
             continue
-        size = _size(sum(_base64_bytes(m.group()) for m in lines))
+        size = _size(sum(_base64_bytes(m.group()) if compressed else len(m.group()) for m in lines))
         found += [Payload(m.start(), m.end(), f"…(Excalidraw drawing, {size})" if k == 0 else "")
                   for k, m in enumerate(lines)]
     return found
@@ -75,11 +92,13 @@ def _drawings(text: str) -> list[Payload]:
 
 def payloads(text: str) -> list[Payload]:
     """Each payload in `text` with its stand-in, in order, none overlapping."""
-    found: list[Payload] = _drawings(text) if "compressed-json" in text else []
+    found: list[Payload] = _drawings(text) if "compressed-json" in text or '"excalidraw"' in text else []
     if _DATA_SCHEME.search(text):
+        drawn = [(p.start, p.end) for p in found]  # an uncompressed scene's embedded images: in its lines already
         for m in _DATA_URI.finditer(text):
             payload = m.group(3)
-            if len(payload) >= MIN_PAYLOAD:
+            k = bisect_right(drawn, (m.start(3), len(text))) - 1
+            if len(payload) >= MIN_PAYLOAD and not (k >= 0 and drawn[k][1] > m.start(3)):
                 size = _base64_bytes(payload) if m.group(2).lower().endswith(";base64") else len(payload)
                 found.append(Payload(m.start(3), m.end(), f"…({_size(size)})"))
         found.sort()  # after the drawings' lines, which hold no `data:`
