@@ -109,35 +109,34 @@ _NEWLINE = re.compile("\n")
 
 def opening_paragraph(note: ParsedNote) -> str:
     """The first prose paragraph of the body (the layout pass's first paragraph or list, consecutive list
-    items joined): no headings, code, comments, tables, quotes or embeds-only lines, and no HTML tags. A
-    paragraph of tags alone is passed over: 928 of mathwiki's 929 notes open with `<div class="topSpace"></div>`
-    and half of the obsidian-tasks docs with `<span class="related-pages">#css</span>`, which each such
-    note's entity then had as its description (the text its vector is made from); so is a block of metadata
-    (`_metadata`)."""
+    items joined), as a reader sees it: no comments, math, HTML tags or block ids (`_is_prose` says which
+    paragraphs are passed over)."""
     body = note.body
     layout = lay_out(body)
     hidden = _Hidden(layout.hidden)
     picked: list[str] = []
     last_end = -1
     for start, end, kind in layout.blocks:
-        if picked:
-            if kind == "list" and start == last_end + 1:  # the next item of the same list
-                picked.append(without_html_tags(_block_text(body, start, end, hidden, list_items=True)))
-                last_end = end
-                continue
+        continues_list = bool(picked) and kind == "list" and start == last_end + 1
+        if picked and not continues_list:
             break
         if kind not in ("para", "list"):
             continue
-        text = _block_text(body, start, end, hidden, list_items=kind == "list")
-        if (not text or text.startswith(("|", "![[", ">", "%%", "<!--", "---", _EXCALIDRAW_BANNER))
-                or _metadata(body[start:end])):
-            continue
-        text = without_html_tags(text)
-        if all(word.startswith("#") for word in text.split()):  # tags only (or nothing) once the HTML is gone
-            continue
-        picked.append(text)
-        last_end = end
+        text = without_html_tags(_block_text(body, start, end, hidden, list_items=kind == "list"))
+        if continues_list or _is_prose(text, body[start:end]):
+            picked.append(text)
+            last_end = end
     return _clip(plain_text(_items_joined(picked)), DESCRIPTION_CHARS)  # more than one: a list's items
+
+
+def _is_prose(text: str, block: str) -> bool:
+    """Whether a paragraph (`text`, as read; `block`, as written) can describe its note: not a table, an embed, a
+    quote, a rule or the Excalidraw banner, not tags alone once its HTML is gone (928 of mathwiki's 929 notes open
+    with `<div class="topSpace"></div>`, half the obsidian-tasks docs with `<span class="related-pages">#css</span>`,
+    which each such note's entity had as its description, the text its vector is made from), not Dataview fields."""
+    if text.startswith(("|", "![[", ">", "%%", "<!--", "---", _EXCALIDRAW_BANNER)):
+        return False
+    return not all(word.startswith("#") for word in text.split()) and not _metadata(block)
 
 
 # The Excalidraw plugin opens every drawing with "==⚠  Switch to EXCALIDRAW VIEW in the MORE OPTIONS menu…": every
