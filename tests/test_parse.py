@@ -255,6 +255,8 @@ FRONTMATTER_VARIANTS = [
     ("aliases: [true, False]", "aliases", ["true", "false"]),  # a YAML boolean shows as Obsidian shows it
     ("aliases: TRUE", "aliases", ["true"]),
     ("title: 1984", "title", "1984"),
+    ("title: 1e3", "title", "1000"),  # a number as JavaScript writes it, not Python's 1000.0
+    ("aliases: [1.0, 2.5, 1e21]", "aliases", ["1", "2.5", "1e+21"]),
     ("title:", "title", "My Note"),
     ('title: ""', "title", "My Note"),
     ("summary: From summary", "description", "From summary"),

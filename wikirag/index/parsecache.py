@@ -39,7 +39,8 @@ from wikirag.vault.memory import cyclic_gc_paused
 # 15: indented code inside a list item; 16: a YAML boolean among aliases is `true`/`false`, not `True`;
 # 17: body tokens and routing's character figures leave a pasted image's payload out (markdown.payloads);
 # 18: a link's context (its relation's description) leaves HTML tags out; 19: an Excalidraw drawing's lines are
-# payloads, compressed or JSON (body tokens, routing figures).
+# payloads, compressed or JSON (body tokens, routing figures), and a float title or alias reads as JavaScript
+# writes it (1e3: 1000).
 CACHE_VERSION = 19
 RACY_NS = 2_000_000_000  # a file modified this close before its row was written may change unseen
 

@@ -159,7 +159,7 @@ def _read_known_keys(data: dict) -> Properties:
         for name in names:
             for value in by_key.get(name, ()):
                 if isinstance(value, (str, int, float)):  # dates are text as written (YAML 1.2)
-                    text = ("true" if value else "false") if isinstance(value, bool) else str(value).strip()
+                    text = scalar_text(value).strip()
                     if text:
                         return text
         return None
@@ -176,6 +176,16 @@ def _read_known_keys(data: dict) -> Properties:
     )
 
 
+def scalar_text(value: Any) -> str:
+    """A YAML scalar as Obsidian (JavaScript) writes it: `true`, not Python's `True`; `1e3` and `1.0` as 1000 and
+    1, not 1000.0 and 1.0 (an alias `1.0` is the name [[1]] finds)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        return str(int(value))
+    return str(value)
+
+
 def _strings(values: list[Any], splitter: re.Pattern[str]) -> list[str]:
     """Flatten str | list | scalar values into unique non-empty strings. A string value is split (`aliases: A,
     B`); a list's items are kept whole, as Obsidian keeps them (an alias `Smith, John` in a list is one)."""
@@ -189,7 +199,7 @@ def _strings(values: list[Any], splitter: re.Pattern[str]) -> list[str]:
         if isinstance(value, list):
             stack.extend((item, True) for item in reversed(value))
             continue
-        text = ("true" if value else "false") if isinstance(value, bool) else str(value)  # YAML's, not Python's
+        text = scalar_text(value)
         for part in [text] if in_list else splitter.split(text):
             part = part.strip()
             if part and part not in seen:
