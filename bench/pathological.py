@@ -47,6 +47,7 @@ UNITS: dict[str, str | tuple[str, str, str]] = {  # name: unit repeated to the s
     "html": "<a ", "url": "http://", "sentences": "A. ", "setext": "a\n-\n", "tiny-paras": "a\n\n",
     "data-uri": ("![](data:image/png;base64,", "QUJD", ")"),  # a pasted image: one base64 run, no spaces
     "drawing-fences": ('"excalidraw"\n', "```json\nx\n", ""),  # Excalidraw scene openers no line closes
+    "data-params": ("x ", "data:;a=", ""),  # a data URI's parameters, each value the start of another
 }
 DISTINCT: dict[str, str | tuple[str, str, str]] = {  # numbered: every name, tag and key a new one
     "names": "Name{} and ", "tags": "#t{} ", "fm-keys": ("---\n", 'k{}: "[[a]]"\n', "---\n"),

@@ -126,7 +126,7 @@ def opening_paragraph(note: ParsedNote) -> str:
         if continues_list or _is_prose(text, body[start:end]):
             picked.append(text)
             last_end = end
-    return _clip(plain_text(_items_joined(picked)), DESCRIPTION_CHARS)  # more than one: a list's items
+    return _clip(plain_text(_items_joined([text for text in picked if text.strip()])), DESCRIPTION_CHARS)
 
 
 def _is_prose(text: str, block: str) -> bool:
@@ -195,7 +195,7 @@ def _block_text(body: str, start: int, end: int, hidden: _Hidden, *, list_items:
 
 def _items_joined(items: list[str]) -> str:
     """List items as one text: "; " between them, a space after an item that ends a sentence itself."""
-    return "".join(item + ("" if k == len(items) - 1 else " " if item[-1] in ".!?:;。！？" else "; ")
+    return "".join(item + ("" if k == len(items) - 1 else " " if item[-1:] in ".!?:;。！？" else "; ")
                    for k, item in enumerate(items))
 
 

@@ -29,7 +29,7 @@ MIN_PAYLOAD = 100  # a shorter data URI (`data:,Hello`, a 1x1 GIF) costs little 
 MIN_BARE_RUN = 1000  # a base64-looking run without `data:`: no word, no URL path (`.`, `-`) is this long
 # data:[media type][;param=value…][;base64], then the payload up to what ends a URI in Markdown, HTML or CSS
 _DATA_URI = re.compile(r"(?<![A-Za-z0-9+.-])data:([A-Za-z0-9.+-]+/[A-Za-z0-9.+-]+)?((?:;[A-Za-z0-9.+_-]+"
-                       r"(?:=[^;,\s\"'()<>]*)?)*),([^\s\"'()<>\[\]`\\]+)", re.IGNORECASE)
+                       r"(?:=[^;,:\s\"'()<>]*)?)*),([^\s\"'()<>\[\]`\\]+)", re.IGNORECASE)
 # Excalidraw's `.excalidraw.md`: the scene compressed (LZ-string's base64 alphabet, a line of its own each) or, with
 # the plugin's compression off, as JSON ({"type": "excalidraw", …}, one key or value a line)
 _DRAWING_FENCE = re.compile(r"^(`{3,}|~{3,})(compressed-json|json)[ \t]*$", re.MULTILINE)
