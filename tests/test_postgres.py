@@ -788,8 +788,10 @@ def test_readers_on_another_machine_are_refused_a_rebuild_not_finished(pg, setti
     from wikirag.cli import app
     from wikirag.cli.doctor import run_doctor
     from wikirag.errors import EmbeddingFailed
+    from wikirag.index.rebuild import REBUILDING
     from wikirag.index.run import run_index
     from wikirag.settings import load_config
+    from wikirag.storage.ledger_store import recorded_meta
 
     vault = copy_vault(SAMPLE, tmp_path / "vault")
     (vault / "wikirag.toml").write_text('workspace = "elsewhere"\n[storage]\nbackend = "postgres"\n')
@@ -799,6 +801,8 @@ def test_readers_on_another_machine_are_refused_a_rebuild_not_finished(pg, setti
     config = load_config(vault, store=here)
     drop_workspace(config.storage, "elsewhere")
     run_index(config, embedding_func=HashEmbedding().func())
+    other = load_config(vault, store=there)
+    run_index(other, embedding_func=HashEmbedding().func())  # there too: its manifest says nothing changed since
     for cached in here.rglob("wikirag_vectors.sqlite"):
         cached.unlink()  # each vector embedded again: the embedding API goes away after the wipe
     with pytest.raises(EmbeddingFailed):
@@ -811,9 +815,11 @@ def test_readers_on_another_machine_are_refused_a_rebuild_not_finished(pg, setti
     assert refused.exit_code == 1 and refused.output.count("\n") == 1, refused.output
     assert "a `wikirag index --rebuild` on " in refused.output and "has not written every note again" in \
         refused.output, refused.output
-    other = load_config(vault, store=there)
     assert {c.name: c.status for c in run_doctor(other).checks}["store"] == "warn"
-    run_index(other, embedding_func=HashEmbedding().func())  # the other machine finishes it
+    assert REBUILDING in recorded_meta(other.storage, other.workspace_dir, "elsewhere")
+    # the other machine finishes it, although its own files are as its manifest recorded them ("nothing changed")
+    run_index(other, embedding_func=HashEmbedding().func())
+    assert REBUILDING not in recorded_meta(other.storage, other.workspace_dir, "elsewhere")
     found = search(there)
     assert found.exit_code == 0 and "Bombe" in found.output, found.output
     assert "was cut short" in search(here).output  # here, the local marker stays until a run here ends it
