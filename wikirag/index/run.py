@@ -279,8 +279,8 @@ def _unchanged(config: WikiragConfig, config_key: str, report: IndexReport, star
     figures = load_unchanged(config.workspace_dir, config_key, files)
     if figures is None or not search_files_ready(config.workspace_dir):
         return False
-    if config.storage.uses_postgres and REBUILDING in (recorded_meta(config.storage, config.workspace_dir,
-                                                                      config.workspace) or {}):
+    shared = config.storage.uses_postgres and not config.storage.embedded  # a server other machines may write to
+    if shared and REBUILDING in (recorded_meta(config.storage, config.workspace_dir, config.workspace) or {}):
         return False  # another machine's rebuild was cut short in the shared ledger: this run finishes it
     vars(report).update(figures, notes_unchanged=figures["notes_total"] - figures["notes_skipped"],
                         seconds=round(time.perf_counter() - started, 3))
