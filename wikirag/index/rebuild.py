@@ -44,15 +44,9 @@ REBUILDING = "rebuilding"
 def rebuild_pending(config: WikiragConfig) -> dict[str, Any] | None:
     """What a rebuild cut short recorded (`keep_llm_cache`, `carried`), or None when none is under way. A marker
     that cannot be read still says a rebuild is under way: keep the LLM cache, carry nothing."""
-    path = config.workspace_dir / REBUILD_MARKER
-    if not path.is_file():
+    if not rebuild_unfinished(config):
         return None
-    try:
-        recorded = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        recorded = None
-    if not isinstance(recorded, dict):
-        recorded = {}
+    recorded = _recorded(config)
     if recorded.get("wiped") is True:  # the wipe was done: what is left is writing the notes, as any run does
         return None
     carried = recorded.get("carried")
@@ -63,6 +57,15 @@ def rebuild_pending(config: WikiragConfig) -> dict[str, Any] | None:
 def rebuild_unfinished(config: WikiragConfig) -> bool:
     """Whether a rebuild was cut short, in its wipe or while the notes were written again."""
     return (config.workspace_dir / REBUILD_MARKER).is_file()
+
+
+def _recorded(config: WikiragConfig) -> dict[str, Any]:
+    """The marker's record; {} when it cannot be read (or is gone)."""
+    try:
+        recorded = json.loads((config.workspace_dir / REBUILD_MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return recorded if isinstance(recorded, dict) else {}
 
 
 def refuse_unfinished(config: WikiragConfig) -> None:
@@ -103,11 +106,8 @@ def _running_writer(config: WikiragConfig) -> int | None:
     """The process that wrote the marker, when it runs on this machine still (POSIX: a signal 0 only asks; on
     Windows os.kill would end it). A process since ended whose number was taken again reads as running: the
     message then says "running" for a rebuild cut short, which `wikirag index` still finishes."""
-    try:
-        recorded = json.loads((config.workspace_dir / REBUILD_MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    pid = recorded.get("pid") if isinstance(recorded, dict) else None
+    recorded = _recorded(config)
+    pid = recorded.get("pid")
     if (os.name != "posix" or not isinstance(pid, int) or pid <= 0 or pid == os.getpid()
             or recorded.get("host") != socket.gethostname()):  # this process's own rebuild has ended: it reads
         return None
