@@ -124,7 +124,7 @@ def chunk_text(text: str, tokenizer: Any, size: int = 600, overlap: int = 60) ->
                 if begin + size >= len(ids):
                     break
             at = _char_offsets(body, ids, [m for w in windows for m in w], tokenizer.decode)
-            lead = len(joined) - len(joined.lstrip("\n"))
+            lead = len(block.shown) - len(block.shown.lstrip("\n"))  # `body` is the shown text, stripped
             for begin, end in windows:
                 window = ids[begin:end]
                 emit(tokenizer.decode(window).strip(), len(window), block.headings, lines,
