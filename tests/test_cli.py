@@ -510,3 +510,27 @@ def test_an_empty_vault_path_is_refused_not_read_as_the_current_folder(tmp_path,
     result = runner.invoke(app, args)
     assert result.exit_code == 2 and "the vault path is empty" in result.output, result.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["Note.md"]  # no store made here
+
+
+def test_a_renamed_vault_keeps_its_index_and_a_shared_store_takes_no_other_vaults(vault, tmp_path):
+    first = json.loads(invoke("index", str(vault), "--json").stdout)
+    renamed = vault.rename(tmp_path / "Renamed notes")
+    again = json.loads(invoke("index", str(renamed), "--json").stdout)
+    # the store moved with the vault: nothing is re-embedded, and no second workspace is built beside the first
+    assert again["notes_indexed"] == 0 and again["notes_unchanged"] == first["notes_indexed"]
+    assert again["embedding_calls"] == 0
+    assert [p.name for p in (renamed / ".wikirag").iterdir() if p.is_dir()] == ["vault"]
+    assert load_config(renamed).workspace == "vault"
+    found = invoke("search", "Enigma rotor", "--vault", str(renamed), "--json")
+    assert found.exit_code == 0, found.output
+    assert json.loads(found.stdout)["hits"][0]["obsidian_uri"].startswith("obsidian://open?vault=Renamed%20notes&")
+    # a store given from outside may hold other vaults' workspaces: a vault of another name takes none of them
+    shared = tmp_path / "shared-store"
+    invoke("index", str(renamed), "--store", str(shared), "--json")
+    other = copy_vault(SAMPLE, tmp_path / "other")
+    assert load_config(other, store=shared).workspace == "other"
+    # nor does a vault's own store that holds two workspaces, neither of them its name
+    (renamed / ".wikirag" / "vault").rename(renamed / ".wikirag" / "one")
+    (renamed / ".wikirag" / "two").mkdir()
+    (renamed / ".wikirag" / "two" / "wikirag_index.sqlite").write_bytes(b"")
+    assert load_config(renamed).workspace == "Renamed_notes"

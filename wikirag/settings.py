@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 from wikirag.errors import ConfigError
 from wikirag.storage.settings import StorageSettings, check_store_location
-from wikirag.storage.workspace import check_workspace_name, workspace_name
+from wikirag.storage.workspace import check_workspace_name, vault_workspace
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -311,7 +311,7 @@ def load_config(
     elif env.get("WIKIRAG_WORKSPACE"):
         workspace = check_workspace_name(env["WIKIRAG_WORKSPACE"], "WIKIRAG_WORKSPACE")
     else:
-        workspace = workspace_name(vault)
+        workspace = vault_workspace(vault, store_path, own_store=store_origin not in ("--store", "WIKIRAG_STORE"))
     check_store_location(vault, store_path, workspace, store_origin,
                          vault_file=store_origin == str(path) and config_file is None)
     excludes = _patterns(top.get("exclude", []), path) + _valid(list(exclude or []), "--exclude")

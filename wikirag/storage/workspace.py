@@ -6,12 +6,33 @@ import re
 from pathlib import Path
 
 from wikirag.errors import ConfigError
+from wikirag.storage.fs import INDEX_DB_FILENAME, LEDGER_FILENAME, PGDATA_DIRNAME
 
 
 def workspace_name(vault: Path) -> str:
     """A LightRAG workspace name for a vault: its folder name, made safe as one path component."""
     name = re.sub(r"[^\w.-]+", "_", vault.resolve().name, flags=re.UNICODE).strip("._") or "vault"
     return name
+
+
+def vault_workspace(vault: Path, store: Path, *, own_store: bool) -> str:
+    """The default workspace: the vault's folder name. In a store that is the vault's own (the default
+    `VAULT/.wikirag`, or a `store` its wikirag.toml names inside it), unless that store holds no workspace of
+    that name and exactly one of another: the vault folder was renamed and its store moved with it, so that
+    index is this vault's, kept rather than built again (every note re-embedded) beside it. A store given
+    from outside (`--store`, WIKIRAG_STORE) may hold other vaults' workspaces: none is taken."""
+    name = workspace_name(vault)
+    if not own_store or (store / name).exists():
+        return name
+    try:
+        built = [c.name for c in store.iterdir() if c.is_dir() and not c.is_symlink() and _holds_index(c)]
+    except OSError:  # no store yet, or unreadable: the checks that follow say so
+        return name
+    return built[0] if len(built) == 1 and _WORKSPACE_NAME.fullmatch(built[0]) else name
+
+
+def _holds_index(folder: Path) -> bool:
+    return any((folder / marker).exists() for marker in (INDEX_DB_FILENAME, LEDGER_FILENAME, PGDATA_DIRNAME))
 
 
 _WORKSPACE_NAME = re.compile(r"[\w.-]+")
