@@ -534,3 +534,5 @@ def test_a_renamed_vault_keeps_its_index_and_a_shared_store_takes_no_other_vault
     (renamed / ".wikirag" / "two").mkdir()
     (renamed / ".wikirag" / "two" / "wikirag_index.sqlite").write_bytes(b"")
     assert load_config(renamed).workspace == "Renamed_notes"
+    checks = json.loads(invoke("doctor", str(renamed), "--json").stdout)["checks"]
+    assert [c["detail"] for c in checks if c["name"] == "workspace" and "one, two" in c["detail"]], checks

@@ -22,7 +22,7 @@ from wikirag.settings import WikiragConfig
 from wikirag.storage.ledger_store import ledger_store
 from wikirag.storage.postgres import StorageUnreachable, check_storage
 from wikirag.storage.settings import scale_advice
-from wikirag.storage.workspace import workspace_name
+from wikirag.storage.workspace import other_workspaces, workspace_name
 
 if TYPE_CHECKING:
     from wikirag.vault.model import Vault
@@ -205,6 +205,10 @@ def run_doctor(config: WikiragConfig, *, check_llm_call: bool = False) -> Doctor
         # On a shared server every vault folder called "Notes" would land in one workspace.
         storage.append(Check("workspace", "warn", f"{config.workspace!r} is the vault folder's name; on a shared "
                                                   "server set `workspace` in wikirag.toml to a unique name"))
+    if others := other_workspaces(config.vault, config.store, config.workspace):
+        storage.append(Check("workspace", "warn", f"{config.store} also holds the index of {', '.join(others)}, "
+                             f"which this vault ({config.workspace}) does not use: an index from before the vault "
+                             "folder was renamed? Delete its folder to free the space"))
     report.checks += storage
     if all(c.status != "fail" for c in storage):
         report.checks.append(_store(config))

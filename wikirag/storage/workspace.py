@@ -31,6 +31,18 @@ def vault_workspace(vault: Path, store: Path, *, own_store: bool) -> str:
     return built[0] if len(built) == 1 and _WORKSPACE_NAME.fullmatch(built[0]) else name
 
 
+def other_workspaces(vault: Path, store: Path, workspace: str) -> list[str]:
+    """The indexes a vault's own store (one inside the vault) holds besides `workspace`: left there when the
+    vault folder was renamed while the store held another (or by an older wikirag, which kept none)."""
+    try:
+        if not store.resolve().is_relative_to(vault.resolve()):
+            return []  # a store shared by several vaults: the others are theirs
+        return sorted(c.name for c in store.iterdir()
+                      if c.name != workspace and c.is_dir() and not c.is_symlink() and _holds_index(c))
+    except OSError:
+        return []
+
+
 def _holds_index(folder: Path) -> bool:
     return any((folder / marker).exists() for marker in (INDEX_DB_FILENAME, LEDGER_FILENAME, PGDATA_DIRNAME))
 
