@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Literal
 
 from wikirag.errors import ConfigError, StoreMismatch, VaultNotFound
 from wikirag.index.ledger import Ledger
-from wikirag.index.rebuild import REBUILDING, rebuild_pending, rebuild_unfinished
+from wikirag.index.rebuild import REBUILDING, rebuild_pending, rebuild_unfinished, rebuilding_writer
 from wikirag.index.store_model import adopt_store_embedding, embedding_mismatch, targets_mismatch
 from wikirag.lightrag.engine import embedding_spec
 from wikirag.settings import WikiragConfig
@@ -140,10 +140,10 @@ def _store(config: WikiragConfig) -> Check:
         return Check("store", "fail", str(exc))
     except (ValueError, OSError) as exc:
         return Check("store", "fail", f"{store.location}: unreadable ledger: {exc}")
-    if isinstance(writer := ledger.meta.get(REBUILDING), dict):  # one on another machine using this database
-        return Check("store", "warn", f"{store.location}: a `wikirag index --rebuild` on {writer.get('host')} "
-                     f"(process {writer.get('pid')}) has not written every note again; readers are refused until "
-                     "it ends, or until a `wikirag index` finishes it")
+    if ledger.meta.get(REBUILDING) is not None:  # one on another machine using this database
+        return Check("store", "warn", f"{store.location}: a `wikirag index --rebuild`{rebuilding_writer(ledger.meta)} "
+                     "has not written every note again; readers are refused until it ends, or until a "
+                     "`wikirag index` finishes it")
     try:
         problem = embedding_mismatch(ledger.meta.get("embedding"), embedding_spec(config).identity)
     except ConfigError:

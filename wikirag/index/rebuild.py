@@ -84,13 +84,18 @@ def refuse_unfinished(config: WikiragConfig) -> None:
 def refuse_rebuilding(config: WikiragConfig, meta: dict[str, Any] | None) -> None:
     """For a reader, given its ledger head's meta: a rebuild (on any machine using the same database) whose notes
     are not all written again. The local marker (`refuse_unfinished`) says more on the machine that rebuilds."""
-    writer = (meta or {}).get(REBUILDING)
-    if writer is None:
+    if (meta or {}).get(REBUILDING) is None:
         return
-    where = f" on {writer.get('host')} (process {writer.get('pid')})" if isinstance(writer, dict) else ""
+    where = rebuilding_writer(meta)
     raise StoreMismatch(f"{config.workspace_dir}: a `wikirag index --rebuild`{where} has not written every note "
                         f"again, so the index is incomplete; wait for it to end, or if it was cut short run "
                         f"`wikirag index {config.vault}` to finish it")
+
+
+def rebuilding_writer(meta: dict[str, Any] | None) -> str:
+    """" on HOST (process PID)": which writer the shared ledger says is rebuilding ("" when it names none)."""
+    writer = (meta or {}).get(REBUILDING)
+    return f" on {writer.get('host')} (process {writer.get('pid')})" if isinstance(writer, dict) else ""
 
 
 def _writer() -> dict[str, Any]:
