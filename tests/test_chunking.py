@@ -212,7 +212,8 @@ def test_ordinary_notes_chunk_byte_for_byte_as_before_payloads_were_cut():
                 fields = (c.content, c.tokens, c.order, c.headings, c.start_line, c.end_line, c.start, c.end)
                 digest.update(repr(fields).encode())
     assert len(texts) == 140
-    assert digest.hexdigest() == "61d348dc2ebcb7fd834137806b1b0a92f95ee07f"
+    # changed on purpose: Quote then rule.md's heading inside a quote is no heading (as in Obsidian)
+    assert digest.hexdigest() == "54cf90dfc701df0d489cfc9c3016c3adea1b3cb3"
 
 
 def _excalidraw(drawing: str, fence: str = "```") -> str:

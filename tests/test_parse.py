@@ -381,7 +381,9 @@ def test_an_image_inside_a_link_is_an_embed() -> None:
         ("pic.png", True, "See alt #in and b #out."),
         ("web.png", True, "See alt #in and b #out."),
     ]
-    assert note.tags == ["out"]  # a tag inside the link's text is the link's, after the image too
+    # a tag in a link's text is a tag, after the image too (Obsidian 1.13.7 reads `[Discord #tf](https://x.y)`
+    # as tagged `tf`: cyanheads/obsidian-mcp-server#140)
+    assert note.tags == ["in", "out"]
 
 
 def test_a_link_inside_a_links_text_is_the_link_and_the_outer_one_is_text() -> None:
@@ -420,6 +422,36 @@ def test_inline_tags() -> None:
     text = "#start and #Mixed/Case, #dash-ed_x #123 #1a a#b http://x.y/#frag `#code` (#paren) #tag. #日本 #Start"
     note = parse_note(text, "n.md")
     assert note.tags == ["start", "mixed/case", "dash-ed_x", "1a", "tag", "日本"]
+
+
+# Obsidian 1.13.7's metadata cache, read back in cyanheads/obsidian-mcp-server#138 and #140: a tag opens where an
+# inline chunk starts (whitespace, the tag before it, a paired emphasis run, a link, a bracket, an escape)
+TAGS = [
+    ("#a#b #c/#d", ["a", "b", "c/", "d"]),
+    ("#1984#x #y#1984#z", ["y"]),  # no tag chained to an all-digit one
+    ("**#b** *#i* ==#h== ~~#s~~", ["b", "i", "h", "s"]),
+    ("a *#t\na ==#u\n~#v~\nx===#w==", []),  # no partner, a lone `~`, a run of three `=`
+    ("x _#u_ y snake_case_#w #q_name_ z", ["u", "w", "q_name_"]),  # a closing `_` ends a tag; one inside is its
+    ("x _#t_b\na_ _#s", []),  # a run before a letter cannot close; `a_ _` fails to pair
+    ("[[x]]#a [b](N.md)#c [#d](N.md) [see #e](N.md) [#f] x [g]#h [#i](https://x.y)", [*"acdefhi"]),
+    ("[[N#h]] [[N|#l]] [t](N.md#x) ![alt #m](p.png) x [#n x []#o [^#p]", []),
+    ("(#a) a#b .#c \"#d\" x\u2014#e \\#f", []),
+    ("\\]#g \\\\#h", ["g", "h"]),  # after an escape, but not an escaped `#`
+    ("#a. #b, #c\u2014d #\u0661\u0662 #\u2705x #12", ["a", "b", "c", "\u0661\u0662", "\u2705x"]),
+    ("x\u00a0#a y\u3000#b", ["a", "b"]),  # NBSP and the ideographic space are whitespace
+]
+
+
+@pytest.mark.parametrize(("text", "tags"), TAGS)
+def test_tags_open_where_obsidian_starts_an_inline_chunk(text: str, tags: list[str]) -> None:
+    assert parse_note(text + "\n", "n.md").tags == tags
+
+
+def test_a_heading_inside_a_quote_callout_or_list_item_is_none_of_the_notes() -> None:
+    text = "# Top\n\n> ## Quoted\n> [[A]]\n\n> [!note] Callout\n> ### In callout\n\n- # In item\n\n> Setext\n> ---\n"
+    note = parse_note(text, "n.md")
+    assert note.headings == [Heading(1, "Top", 1)]
+    assert note.links[0].section == ("Top",)
 
 
 def test_tags_merge_frontmatter_first() -> None:

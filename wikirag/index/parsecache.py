@@ -40,8 +40,9 @@ from wikirag.vault.memory import cyclic_gc_paused
 # 17: body tokens and routing's character figures leave a pasted image's payload out (markdown.payloads);
 # 18: a link's context (its relation's description) leaves HTML tags out; 19: an Excalidraw drawing's lines are
 # payloads, compressed or JSON (body tokens, routing figures), and a float title or alias reads as JavaScript
-# writes it (1e3: 1000).
-CACHE_VERSION = 19
+# writes it (1e3: 1000); 20: inline tags open where Obsidian's inline chunks start (`#a#b`, `**#t**`, `[[x]]#t`)
+# and stand in a link's text, and a heading inside a blockquote or callout is no heading (docs/parsing.md).
+CACHE_VERSION = 20
 RACY_NS = 2_000_000_000  # a file modified this close before its row was written may change unseen
 
 

@@ -11,7 +11,8 @@
   but stay text for contexts, BM25 and prose measures (docs/retrieval.md: dropping inline math from BM25
   hurt the math vault);
 - prose `blocks` (paragraph, list item, table row, heading), used to cut link contexts;
-- `headings` (ATX and setext) outside code and comments.
+- `headings` (ATX and setext) outside code, comments, blockquotes and callouts (Obsidian's outline and heading
+  links leave a heading inside a quote out).
 
 The scan is line based; inline constructs are matched per paragraph, so a code span cannot leak into
 the next paragraph, while a comment can (as in Obsidian). Nothing here allocates per character.
@@ -300,7 +301,8 @@ class _Scanner:
                 self.flush()
                 if self.mode != _NORMAL:
                     return True
-                self.out.headings.append((start, len(m.group(1)), heading_text(m.group(2) or ""), i))
+                if not quoted:  # in a blockquote or callout it shows as a heading but is none of the note's
+                    self.out.headings.append((start, len(m.group(1)), heading_text(m.group(2) or ""), i))
                 self.in_list = self.in_table = False
                 self.open_para(start, end, "heading", i, quoted)
                 self.flush()
@@ -313,12 +315,10 @@ class _Scanner:
             and quoted == self.para_quoted  # an underline cannot continue a blockquote lazily (CommonMark)
             and _SETEXT.match(stripped)
         ):
-            lines_of = self.body[self.para_start : self.para_end].split("\n")
-            if self.para_quoted:  # inside a quote the heading is the text after the `>` markers
-                lines_of = [_QUOTE_MARKERS.sub("", part, count=1) for part in lines_of]
-            text = " ".join(part.strip() for part in lines_of)
-            level = 1 if first == "=" else 2
-            self.out.headings.append((self.para_start, level, text.strip(), self.para_line))
+            if not self.para_quoted:  # in a quote: shown as a heading, none of the note's (as an ATX one there)
+                text = " ".join(part.strip() for part in self.body[self.para_start : self.para_end].split("\n"))
+                level = 1 if first == "=" else 2
+                self.out.headings.append((self.para_start, level, text.strip(), self.para_line))
             self.para_kind = "heading"
             self.flush()
             return False

@@ -11,12 +11,12 @@ from __future__ import annotations
 import posixpath
 import re
 from bisect import bisect_left, bisect_right
-from itertools import accumulate
 
 from wikirag.markdown.context import BodyLinks, FoundLink, clip_context, mask_spans
 from wikirag.markdown.layout import Layout, lay_out
 from wikirag.markdown.lines import is_escaped
 from wikirag.markdown.properties import FrontmatterBlock, Properties, load_properties, split_frontmatter
+from wikirag.markdown.tags import LinkSpans, inline_tags
 from wikirag.markdown.wikilinks import (
     WIKILINK,
     MarkdownLinks,
@@ -26,10 +26,6 @@ from wikirag.markdown.wikilinks import (
     wikilink_matches,
 )
 from wikirag.models import Heading, ParsedNote, WikiLink
-
-# Obsidian tags: no ASCII punctuation but - _ /, no Unicode punctuation; must follow whitespace (by hand)
-TAG = re.compile(r"#([^\s!-,.:-@\[-\^`{-~\u2000-\u206f\u2e00-\u2e7f]+)")
-
 
 # a line break in a link's text, with the next line's indent and `>` markers: one space, as Obsidian shows it
 _SOFT_BREAK = re.compile(r"[ \t]*\n[ \t]*(?:>[ \t]?)*[ \t]*")
@@ -71,22 +67,16 @@ def parse_note(text: str, path: str) -> ParsedNote:
         in_code += in_math
     found = _find_links(body, masked, outside_code, layout)
     link_starts = [f.start for f in found]
-    link_ends = list(accumulate((f.end for f in found), max))  # `_inside` holds for an image inside a link
 
     links = _frontmatter_links(block, props) if block is not None and props.error is None else []
     if found:
         links.extend(BodyLinks(body, masked, layout, found, link_starts, offset).build())
 
     tags = list(props.tags)
-    seen = set(tags)  # `in tags` read the list for each tag: 40,000 distinct tags took 27 s
-    for m in TAG.finditer(masked) if "#" in masked else ():
-        a, tag = m.start(), m.group(1)
-        if (a and not masked[a - 1].isspace()) or tag.isdigit() or _inside(a, link_starts, link_ends):
-            continue  # `#` must follow whitespace; `#123` is no tag
-        tag = tag.lower()
-        if tag not in seen:
-            seen.add(tag)
-            tags.append(tag)
+    if "#" in masked:
+        seen = set(tags)  # `in tags` read the list for each tag: 40,000 distinct tags took 27 s
+        spans = LinkSpans((f.start, f.end, _text_end(body, f)) for f in found)
+        tags.extend(t for t in inline_tags(masked, spans) if t not in seen)
 
     name = note_name(path)
     return ParsedNote(
@@ -227,9 +217,11 @@ def _block_ids(masked: str, blocks: list[tuple[int, int, str]]) -> list[str]:
     return list(dict.fromkeys(m.group(1) for m in found if m.end() in ends))
 
 
-def _inside(pos: int, starts: list[int], ends: list[int]) -> bool:
-    k = bisect_right(starts, pos) - 1
-    return k >= 0 and pos < ends[k]
+def _text_end(body: str, link: FoundLink) -> int:
+    """Where a Markdown link's text ends (its `](`), where tags may stand; -1 for wikilinks and images."""
+    if link.kind != "markdown" or link.embed:
+        return -1
+    return body.rfind("](", link.start, link.end)
 
 
 def _frontmatter_links(block: FrontmatterBlock, props: Properties) -> list[WikiLink]:
