@@ -48,6 +48,8 @@ UNITS: dict[str, str | tuple[str, str, str]] = {  # name: unit repeated to the s
     "data-uri": ("![](data:image/png;base64,", "QUJD", ")"),  # a pasted image: one base64 run, no spaces
     "drawing-fences": ('"excalidraw"\n', "```json\nx\n", ""),  # Excalidraw scene openers no line closes
     "data-params": ("x ", "data:;a=", ""),  # a data URI's parameters, each value the start of another
+    "tag-chain": "#a", "glued-tags": "x#a ", "star-tags": "**#a** ", "under-tags": "_#a_ ", "under-hash": "a_#",
+    "bracket-tags": "[#a] ",  # tags.py: where a `#` opens a tag (each line's marks worked out once)
 }
 DISTINCT: dict[str, str | tuple[str, str, str]] = {  # numbered: every name, tag and key a new one
     "names": "Name{} and ", "tags": "#t{} ", "fm-keys": ("---\n", 'k{}: "[[a]]"\n', "---\n"),

@@ -57,13 +57,18 @@ def inline_tags(masked: str, links: LinkSpans) -> list[str]:
     seen: set[str] = set()
     chain_end = -1  # where the last tag ended: a `#` right there opens the next one
     line = _Line(masked, links)
+    hides = links.hides if links.spans else None
     for m in TAG.finditer(masked):
         a, end = m.start(), m.end()
-        if links.hides(a):
+        before = masked[a - 1] if a else "\n"
+        if a != chain_end and before not in _ASCII_PUNCT and not before.isspace():
+            chain_end = -1  # `a#t`: after a letter, a digit or other text no chunk starts
+            continue
+        if hides and hides(a):
             chain_end = -1
             continue
         line.move_to(a)
-        opens = a == chain_end or _opens_chunk(masked, a, links, line)
+        opens = a == chain_end or before.isspace() or _opens_chunk(masked, a, links, line)
         if not opens and a not in line.marks()[0]:
             chain_end = -1
             continue
