@@ -391,9 +391,6 @@ class _Scanner:
         return _TABLE_DELIM.match(nxt) is not None
 
 
-_QUOTE_MARKERS = re.compile(r"^[ \t]*(?:>[ \t]?)+")
-
-
 def lay_out(body: str) -> Layout:
     """Mark code, comments, math, prose blocks and headings in a body with "\\n" line ends."""
     return _Scanner(body).feed(body.split("\n"))

@@ -33,6 +33,7 @@ _MARKUP = re.compile(r"[#\[\]]|_+")
 
 _ASCII_PUNCT = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 
+
 class LinkSpans:
     """Where the links found in a body lie: a tag is read in a Markdown link's text and nowhere else inside a
     link, and a `#` right after a link or at the start of a link's text opens one."""
