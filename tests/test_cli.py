@@ -238,7 +238,7 @@ def test_the_command_keeps_its_exit_status_and_whole_output_without_the_interpre
                           cwd=root, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert len(json.loads(done.stdout)["notes"]) >= 40
-    missing = subprocess.run([sys.executable, "-m", "wikirag.cli", "stats", str(tmp_path / "nowhere")], cwd=root,
+    missing = subprocess.run([sys.executable, "-m", "wikirag", "stats", str(tmp_path / "nowhere")], cwd=root,
                              capture_output=True, text=True, timeout=300)
     assert missing.returncode == 1 and missing.stderr.startswith("Error:") and "nowhere" in missing.stderr
 

@@ -34,6 +34,7 @@ ALLOWED: dict[str, set[str]] = {
     "index": {"graph", "markdown", "vault", "lightrag", "llm", "plan", "storage", "settings"} | BASE,
     "query": {"graph", "markdown", "vault", "lightrag", "index", "storage", "settings", "llm"} | BASE,
     "cli": {"graph", "markdown", "vault", "lightrag", "index", "storage", "settings", "llm", "plan", "query"} | BASE,
+    "__main__": {"cli"},  # `python -m wikirag`: the command line and nothing else
 }
 # Where a folder may reach only one module of another.
 NARROW = {("graph", "lightrag"): {"wikirag.lightrag.ids", "wikirag.lightrag.guard"},
