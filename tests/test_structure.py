@@ -107,6 +107,7 @@ def test_the_opening_paragraph_leaves_html_tags_out(body, opening):
     ("- ![[diagram.png]]\n\nProse after.\n", "Prose after."),  # an embed alone is no description
     ("- first ^item-1\n- second\n", "first; second"),  # block ids are for links, not read
     ("- a\n* </span>\n+ b\n", "a; b"),  # an item of a tag alone: it raised IndexError, and the run with it
+    ("- # In a list item\n- ## Second #tag\n- #tag-only\n", "In a list item; Second #tag; #tag-only"),
     ("==⚠  Switch to EXCALIDRAW VIEW in the MORE OPTIONS menu of this document. ⚠==\n\n# Excalidraw Data\n\n"
      "## Text Elements\nRotor wiring diagram ^abc12345\n", "Rotor wiring diagram"),  # a drawing's text elements
 ])

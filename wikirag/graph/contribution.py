@@ -169,7 +169,8 @@ class _Hidden:
 
 
 _BLOCK_ID = re.compile(r"\s\^[A-Za-z0-9-]+$")  # `… ^abc123` names the block for links; a reader does not see it
-_ITEM_MARKER = re.compile(r"(?:[-*+]|\d{1,9}[.)])\s+(?:\[.\]\s+)?")  # `- `, `1. `, `- [ ] `
+# `- `, `1. `, `- [ ] `, and a heading's marks in an item (`- # Title`: Obsidian shows the item as a heading)
+_ITEM_MARKER = re.compile(r"(?:[-*+]|\d{1,9}[.)])\s+(?:\[.\]\s+)?(?:#{1,6}(?:\s+|$))?")
 
 
 def _block_text(body: str, start: int, end: int, hidden: _Hidden, *, list_items: bool = False) -> str:

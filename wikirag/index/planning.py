@@ -26,7 +26,7 @@ from wikirag.settings import WikiragConfig
 from wikirag.vault.model import Vault
 from wikirag.vault.read import lies_in
 
-DERIVATION_VERSION = 5  # bump when note_contribution's output changes for the same input
+DERIVATION_VERSION = 6  # bump when note_contribution's output changes for the same input
 # 5: a note's description passes over paragraphs of HTML tags alone and leaves tags out
 #    and a pasted image's data URI (markdown.payloads) is cut to a stand-in in chunks: such notes are chunked again
 
