@@ -247,6 +247,7 @@ FRONTMATTER_VARIANTS = [
     ("Tags: [Upper]", "tags", ["upper"]),
     ("tags:\n  - a\n  - b/c", "tags", ["a", "b/c"]),
     ("tags: [2024, x2024]", "tags", ["x2024"]),
+    ("tags: [\"١٢٣\", \"²\", 12]", "tags", ["١٢٣", "²"]),  # only 0-9 make a tag all digits, as inline
     ("tags:", "tags", []),
     ("tags: ~", "tags", []),
     ("aliases: One, Two", "aliases", ["One", "Two"]),

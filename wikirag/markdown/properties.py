@@ -212,8 +212,9 @@ def _tags(values: list[Any]) -> list[str]:
     out: list[str] = []
     for tag in _strings(values, _SPLIT_TAGS):
         tag = tag.lstrip("#").lower()
-        # Obsidian: a tag needs one non-digit, and a list item with a space in it is no tag
-        if tag and not tag.isdigit() and not any(c.isspace() for c in tag) and tag not in out:
+        # Obsidian: a tag needs one character besides 0-9 (JavaScript's \d: `#١٢٣` is a tag, as inline), and a list
+        # item with a space in it is no tag
+        if tag and not (tag.isascii() and tag.isdigit()) and not any(c.isspace() for c in tag) and tag not in out:
             out.append(tag)
     return out
 
