@@ -3,12 +3,11 @@
     python bench/pathological.py [VAULT] [--small 20000] [--large 80000] [--index] [--only UNIT ...]
 
 Each input is a short unit (`#a `, `%%`, `$a`, `[`, `> ` lines, ...) repeated, numbered names, tags or
-frontmatter keys (whole lines), or with VAULT one of its 20 largest notes repeated, to `--small` and `--large`
-characters. Per input and stage it
-prints the seconds at both sizes (best of 3, or of 1 over 0.3 s) and the growth ratio; a linear stage grows
-about large/small times (4x by default). A `!` marks a ratio over 1.5 times that (past 0.1 s), or a second at the
-large size; a stage over 2 s at the small size is not run at the large one (`skip`, and `-` for the stages
-that read its result). Stages:
+frontmatter keys (whole lines), fence openers of every length, or with VAULT one of its 20 largest notes
+repeated, to `--small` and `--large` characters. Per input and stage it prints the seconds at both sizes (best
+of 3, or of 1 over 0.3 s) and the growth ratio; a linear stage grows about large/small times (4x by default).
+A `!` marks a ratio over 1.5 times that (past 0.1 s), or a second at the large size; a stage over 2 s at the
+small size is not run at the large one (`skip`, and `-` for the stages that read its result). Stages:
 parse_note, chunk_text, searchable_text, tokenize, sections and routing, the mention estimate,
 note_contribution, and with --index a whole `wikirag index` of a vault of that note (hashing embedding, no LLM).
 """
@@ -56,6 +55,10 @@ DISTINCT: dict[str, str | tuple[str, str, str]] = {  # numbered: every name, tag
     "fm-colon-keys": ("---\n", '"k:{}": "[[a]]"\n', "---\n"), "fm-quote-keys": ("---\n", "k{}': \"[[a]]\"\n", "---\n"),
     "fm-escaped-links": ('---\nz: "[[z]]"\nk:\n', '  - "\\x5B[a{}]]"\n', "---\n"),  # not found on their line
 }
+BUILT: dict[str, Callable[[int], str]] = {  # neither a unit repeated nor numbered: made to the size
+    "fence-lengths": lambda size: '"excalidraw"\n' + "".join(  # openers no line closes, each a new length
+        "`" * k + "json\nx\n" for k in range(3, int((2 * size) ** 0.5))),
+}
 TOK = lightrag_tokenizer()
 
 
@@ -98,7 +101,9 @@ def _index(text: str) -> None:
         run_index(load_config(vault), embedding_func=HashEmbedding().func())
 
 
-def _sized(unit: str | tuple[str, str, str], size: int) -> str:
+def _sized(unit: str | tuple[str, str, str] | Callable[[int], str], size: int) -> str:
+    if callable(unit):
+        return unit(size)
     if isinstance(unit, tuple) and unit in DISTINCT.values():  # frontmatter: whole lines, or no YAML
         head, unit, tail = unit
         return head + "".join(map(unit.format, range(size // len(unit)))) + tail
@@ -116,7 +121,7 @@ def main() -> None:
     parser.add_argument("--index", action="store_true", help="also time a whole index of the note (slow)")
     parser.add_argument("--only", nargs="*", default=None, help="input names to run")
     args = parser.parse_args()
-    inputs = {**UNITS, **DISTINCT}
+    inputs: dict[str, str | tuple[str, str, str] | Callable[[int], str]] = {**UNITS, **DISTINCT, **BUILT}
     if args.vault:
         notes = sorted(args.vault.rglob("*.md"), key=lambda p: p.stat().st_size, reverse=True)[:20]
         inputs.update((str(p.relative_to(args.vault)), p.read_text(encoding="utf-8", errors="replace") or " ")

@@ -15,6 +15,7 @@ from wikirag.lightrag import lazy_encoding
 from wikirag.lightrag.tokens import get_encoding
 from wikirag.markdown.layout import Layout, heading_text, lay_out
 from wikirag.markdown.parse import _key_lines, _LinkLines, parse_note
+from wikirag.markdown.payloads import _DRAWING_FENCE, _DRAWING_LINES, _SCENE, MIN_PAYLOAD, payloads
 from wikirag.markdown.searchable import _outside_links, searchable_text
 from wikirag.markdown.structure import _Holes, prose_chars, sections
 from wikirag.markdown.wikilinks import wikilink_matches
@@ -266,3 +267,46 @@ def test_many_tiny_texts_build_few_small_tables():
                                                                       for t in texts]
     assert enc._full is not None
     assert len(built) <= 50
+
+
+# --- payloads: an Excalidraw drawing's fence --------------------------------------------------------------------
+
+
+def _old_drawings(text: str) -> list[tuple[int, int]]:
+    """Each opener looked for its closer from there on (a fence string no line closes, once): each drawing's
+    lines."""
+    found, unclosed, pos = [], set(), 0
+    while opener := _DRAWING_FENCE.search(text, pos):
+        pos = opener.end()
+        fence = opener.group(1)
+        closer = None if fence in unclosed else re.compile(rf"^{fence}[ \t]*$", re.MULTILINE).search(text, pos)
+        if closer is None:
+            unclosed.add(fence)
+            continue
+        start, end, pos = pos + 1, closer.start(), closer.end()
+        if opener.group(2) == "json" and not _SCENE.match(text, start, end):
+            continue
+        lines = list(_DRAWING_LINES[opener.group(2)].finditer(text, start, end))
+        if sum(m.end() - m.start() for m in lines) >= MIN_PAYLOAD:
+            found += [m.span() for m in lines]
+    return found
+
+
+_B64_LINE = "QUJDREVGR0hJSktMTU5PUFFSU1RVVldY" * 4 + "\n"
+
+
+@settings(max_examples=2000, deadline=None)
+@given(soup("```json\n", "````json\n", "~~~compressed-json\n", "```compressed-json\n", "```\n", "````\n", "~~~\n",
+            "``` \n", '{"type": "excalidraw",\n', _B64_LINE, "\n", "x\n", "```` ```\n", size=16))
+@example("````json\n```json\n```\n" + '{"type": "excalidraw",\n' + _B64_LINE + "````\n")
+def test_drawings_are_the_fences_the_search_per_opener_found(text):
+    assert [(p.start, p.end) for p in payloads(text) if "base64" not in p.stand_in] == _old_drawings(text)
+
+
+def test_a_drawing_after_openers_of_a_thousand_lengths():
+    """Each length of opener no line closes looked for its closer to the end: 725 KB of them took 5 to 8 s."""
+    openers = "".join("`" * k + "json\nx\n" for k in range(3, 1200))
+    text = '"excalidraw"\n' + openers + "~~~compressed-json\n" + _B64_LINE * 20 + "~~~\n"
+    assert len(text) > 700_000
+    start = len(text) - 4 - len(_B64_LINE) * 20
+    assert [(p.start, p.end) for p in payloads(text)] == [(start + k * 129, start + k * 129 + 128) for k in range(20)]

@@ -36,6 +36,7 @@ _DRAWING_FENCE = re.compile(r"^(`{3,}|~{3,})(compressed-json|json)[ \t]*$", re.M
 _SCENE = re.compile(r"\s*\{\s*\"type\"\s*:\s*\"excalidraw\"")
 _DRAWING_LINES = {"compressed-json": re.compile(r"^[A-Za-z0-9+/=]+$", re.MULTILINE),
                   "json": re.compile(r"^.*\S.*$", re.MULTILINE)}
+_FENCE_LINE = re.compile(r"^(`{3,}|~{3,})[ \t]*$", re.MULTILINE)  # what may close a drawing's fence
 _DATA_SCHEME = re.compile("data:", re.IGNORECASE)  # schemes are case-insensitive: `Data:` too (RFC 3986)
 _BARE_RUN = re.compile(rf"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{{{MIN_BARE_RUN},}}={{0,2}}(?![A-Za-z0-9+/=])")
 _HALF = MIN_BARE_RUN // 2  # such a run covers one of the stretches [k·_HALF, (k+1)·_HALF) whole
@@ -68,16 +69,21 @@ def _drawings(text: str) -> list[Payload]:
     `## Drawing`): the first line's stand-in names the whole drawing, the others stand as nothing. Each line is a
     payload of its own, so no line moves."""
     found: list[Payload] = []
-    unclosed: set[str] = set()  # fences no line closes after an opener: none closes one after a later opener either
+    closers: dict[str, tuple[list[int], list[int]]] | None = None  # fence -> where the lines of it alone lie
     pos = 0
     while opener := _DRAWING_FENCE.search(text, pos):
         pos = opener.end()
-        fence = opener.group(1)
-        closer = None if fence in unclosed else re.compile(rf"^{fence}[ \t]*$", re.MULTILINE).search(text, pos)
-        if closer is None:  # each opener looked for its closer to the end: 20,000 openers took 45 s
-            unclosed.add(fence)
+        if closers is None:  # one pass for every fence: each opener looking for its closer took 5 s on 725 KB
+            closers = {}
+            for line in _FENCE_LINE.finditer(text):
+                starts, ends = closers.setdefault(line.group(1), ([], []))
+                starts.append(line.start())
+                ends.append(line.end())
+        starts, ends = closers.get(opener.group(1), ([], []))
+        k = bisect_right(starts, pos)
+        if k == len(starts):
             continue
-        start, end, pos = pos + 1, closer.start(), closer.end()
+        start, end, pos = pos + 1, starts[k], ends[k]
         compressed = opener.group(2) == "compressed-json"
         if not compressed and not _SCENE.match(text, start, end):
             continue  # a JSON example in a note, not a drawing's scene
