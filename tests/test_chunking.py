@@ -232,10 +232,27 @@ def test_an_excalidraw_drawing_is_cut_to_one_stand_in():
     assert len(chunks) == 1 and chunks[0].tokens < 600, [c.tokens for c in chunks]
     content = chunks[0].content
     assert "Rotor wiring diagram" in content and "[[Enigma]]" in content
-    assert "compressed-json\n…(Excalidraw drawing, 154KB)" in content and _B64[:256] not in content
+    assert "compressed-json\n…(Excalidraw drawing, 154KB)\n```\n%%" in content and _B64[:256] not in content
     assert not any(line in content for line in (_B64[256 * k : 256 * (k + 1)] for k in range(len(_B64) // 256)))
+    assert chunks[0].tokens < 100  # 184 when each of its 1,600 lines was left an empty one
     assert chunks[0].start_line == 1 and chunks[0].end_line >= text.count("\n")  # every line still in a chunk
-    assert mask_payloads(text).count("Excalidraw drawing") == 1
+    assert chunks[0].start == 0 and chunks[0].end >= len(text) - 1  # its characters: the drawing's too
+    assert mask_payloads(text).count("Excalidraw drawing") == 1 and mask_payloads(text).count("\n") < 30
+    assert mask_payloads(text, keep_lines=True).count("\n") == text.count("\n")  # routing reads line numbers
+
+
+def test_a_drawing_the_layout_ends_early_is_cut_in_each_block_it_runs_into():
+    """A longer fence closes the code block (CommonMark) but not the drawing's fence (the same fence alone): the
+    drawing runs on through blocks the blank lines make. Its stand-in is in the first, the rest is cut from each."""
+    lines = [_B64[256 * k : 256 * (k + 1)] for k in range(6)]
+    text = "Before.\n\n```compressed-json\n" + "\n\n".join(lines[:3]) + "\n````\n" + "\n\n".join(lines[3:]) + "\n```\n"
+    chunks = chunk_text(text, TOK, 1200, 100)
+    assert len(chunks) == 1 and "```compressed-json\n…(Excalidraw drawing, " in chunks[0].content
+    assert not any(line in chunks[0].content for line in lines) and chunks[0].content.endswith("\n```")
+    assert (chunks[0].start, chunks[0].end, chunks[0].end_line) == (0, len(text), text.count("\n") + 1)
+    small = chunk_text(text, TOK, 20, 2)  # the drawing's blocks after its first show nothing of it
+    assert [c.content for c in small] == ["Before.", "```compressed-json\n…(Excalidraw drawing, 1.2KB)\n\n```"]
+    assert [(c.start, c.end, c.start_line, c.end_line) for c in small] == [(0, 8, 1, 2), (9, len(text), 3, 16)]
 
 
 def test_a_compressed_json_fence_of_prose_or_a_short_one_is_left_alone():
@@ -247,7 +264,7 @@ def test_a_compressed_json_fence_of_prose_or_a_short_one_is_left_alone():
 
 def test_an_excalidraw_drawing_saved_uncompressed_is_cut_to_one_stand_in():
     """With the plugin's compression off the scene is JSON, one key or value a line (its pasted images as data URIs
-    in "files"): each line a payload, the first standing for the drawing. A JSON example in a note stays."""
+    in "files"): its lines one payload, its stand-in one line. A JSON example in a note stays."""
     import json
 
     scene = {"type": "excalidraw", "version": 2,
@@ -258,8 +275,8 @@ def test_an_excalidraw_drawing_saved_uncompressed_is_cut_to_one_stand_in():
     chunks = chunk_text(text, TOK, 1200, 100)
     assert len(chunks) == 1 and chunks[0].tokens < 2000, [c.tokens for c in chunks]
     content = chunks[0].content
-    assert "Rotor wiring diagram" in content and "```json\n…(Excalidraw drawing, " in content
-    assert "rectangle" not in content and _B64[:100] not in content
+    assert "Rotor wiring diagram" in content and "```json\n…(Excalidraw drawing, 225KB)\n```\n%%" in content
+    assert "rectangle" not in content and _B64[:100] not in content and chunks[0].tokens < 100  # 196 with empty lines
     listing = json.dumps({"type": "note", "items": list(range(200))}, indent=1)
     example = f"A config example:\n\n```json\n{listing}\n```\n"
     assert mask_payloads(example) == example

@@ -221,3 +221,20 @@ def test_a_pasted_image_is_no_prose_to_route_on():
         d = route_note(n, outgoing, prose)
         assert d.route == "inject", d.reason
         assert d.features.uncovered_prose_tokens <= 40 and d.features.body_tokens < 150  # the stand-ins' words
+
+
+def test_sections_after_a_drawing_keep_their_lines():
+    """An Excalidraw drawing (markdown.payloads) is one stand-in line where it is chunked; routing reads sections
+    by their lines in the note, so it masks keeping each line: the section after the drawing is its own lines."""
+    import base64
+
+    from wikirag.plan.routing import uncovered_sections
+
+    scene = base64.b64encode(bytes(range(256)) * 40).decode()
+    drawing = "\n\n".join(scene[k : k + 256] for k in range(0, len(scene), 256))
+    prose = "Welchman chose the rotor order after reading the intercepts again. " * 30
+    body = f"# Drawing\n\n```compressed-json\n{drawing}\n```\n\n# Notes\n\n{prose}\n"
+    settings = RouteSettings(policy="prose")
+    n = note(body)
+    spans, total = uncovered_sections(n, [], route_note(n, [], settings).features, settings)
+    assert total == 2 and spans == [(body.split("\n").index("# Notes") + 1, body.count("\n") + 1)]

@@ -15,7 +15,7 @@ chunks exactly as it did.
 from __future__ import annotations
 
 import re
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,7 +110,7 @@ def chunk_text(text: str, tokenizer: Any, size: int = 600, overlap: int = 60) ->
         joined = "\n".join(block.lines)
         block.shown, moves = _cut(joined, block.offset, found) if found else (joined, [])
         if found and not block.shown.strip():
-            continue  # an Excalidraw drawing's line, cut to nothing (markdown.payloads): no chunk holds it
+            continue  # the rest of a payload begun in a block before, cut to nothing: no chunk holds it
         body = block.shown.strip("\n")
         tokens = len(encode(body))
         if tokens > size:
@@ -142,13 +142,16 @@ def chunk_text(text: str, tokenizer: Any, size: int = 600, overlap: int = 60) ->
 
 def _cut(joined: str, offset: int, found: list[Payload]) -> tuple[str, list[tuple[int, int, int, int]]]:
     """A block's text with the payloads in it cut to their stand-ins, and for each cut where its stand-in lies
-    in the shown text and its payload in `joined` (a payload holds no newline: it lies in one block)."""
-    k = bisect_left(found, offset, key=lambda p: p.start)
+    in the shown text and its payload in `joined`. A payload of many lines (a drawing, a base64 run broken into
+    lines) may run on past the block (a blank line or a heading the layout saw in it): the block holds the part
+    in it, the stand-in only in the block where the payload begins."""
+    k = bisect_right(found, offset, key=lambda p: p.end)  # the first payload ending past the block's start
     parts: list[str] = []
     moves: list[tuple[int, int, int, int]] = []
     at = shift = 0
     while k < len(found) and found[k].start < offset + len(joined):
-        start, end, stand_in = found[k].start - offset, found[k].end - offset, found[k].stand_in
+        start, end = max(found[k].start - offset, 0), min(found[k].end - offset, len(joined))
+        stand_in = found[k].stand_in if found[k].start >= offset else ""
         parts += (joined[at:start], stand_in)
         moves.append((start + shift, start + shift + len(stand_in), start, end))
         shift += len(stand_in) - (end - start)

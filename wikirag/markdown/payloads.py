@@ -9,14 +9,15 @@ model (1 min 45 s) and, routed to extraction, to the LLM. Its stand-in keeps wha
 so a Markdown link holding it stays a link (searchable drops its target as before).
 
 An Excalidraw drawing (`.excalidraw.md`, one of the most used plugins) keeps its scene LZ-string compressed to
-base64 in a `compressed-json` fence, broken into lines of 256 characters that no bare-run rule can tell from
-prose: its lines are payloads too, the first standing for the whole drawing (`…(Excalidraw drawing, 150KB)`), the
-rest for nothing; so does a scene saved uncompressed, in a `json` fence opening `{"type": "excalidraw"`. Its text
-elements, above the drawing, are what is chunked.
+base64 in a `compressed-json` fence, broken into lines of 256 characters with a blank line between, which no rule
+for a run can tell from prose: the fence's lines are one payload, `…(Excalidraw drawing, 150KB)`; so is a scene
+saved uncompressed, in a `json` fence opening `{"type": "excalidraw"`. Its text elements, above the drawing, are
+what is chunked.
 
 Masked everywhere, fenced code included: bytes in a code block are no more readable than in prose, and a CSS
 example's `url(data:…)` still shows its media type. Only the chunked copy changes; the note itself does not.
-Payloads hold no line break, so masking keeps every line where it was.
+A stand-in is one line: a payload of many lines takes one in what is chunked and read. A reader of line numbers
+(routing's sections) masks with `keep_lines`, which leaves each of its lines an empty one.
 """
 
 from __future__ import annotations
@@ -64,10 +65,9 @@ def _base64_bytes(payload: str) -> int:
 
 
 def _drawings(text: str) -> list[Payload]:
-    """The lines of each Excalidraw drawing (its scene, LZ-string compressed to base64 in a `compressed-json` fence
-    and broken into lines of 256 characters, or uncompressed in a `json` fence, in a `%%` comment under
-    `## Drawing`): the first line's stand-in names the whole drawing, the others stand as nothing. Each line is a
-    payload of its own, so no line moves."""
+    """Each Excalidraw drawing (its scene, LZ-string compressed to base64 in a `compressed-json` fence and broken
+    into lines of 256 characters with a blank line between, or uncompressed in a `json` fence, in a `%%` comment
+    under `## Drawing`): one payload from its first line to its last, its stand-in one line naming the drawing."""
     found: list[Payload] = []
     closers: dict[str, tuple[list[int], list[int]]] | None = None  # fence -> where the lines of it alone lie
     pos = 0
@@ -91,8 +91,7 @@ def _drawings(text: str) -> list[Payload]:
         if sum(m.end() - m.start() for m in lines) < MIN_PAYLOAD:
             continue
         size = _size(sum(_base64_bytes(m.group()) if compressed else len(m.group()) for m in lines))
-        found += [Payload(m.start(), m.end(), f"…(Excalidraw drawing, {size})" if k == 0 else "")
-                  for k, m in enumerate(lines)]
+        found.append(Payload(lines[0].start(), lines[-1].end(), f"…(Excalidraw drawing, {size})"))
     return found
 
 
@@ -107,7 +106,7 @@ def payloads(text: str) -> list[Payload]:
             if len(payload) >= MIN_PAYLOAD and not (k >= 0 and drawn[k][1] > m.start(3)):
                 size = _base64_bytes(payload) if m.group(2).lower().endswith(";base64") else len(payload)
                 found.append(Payload(m.start(3), m.end(), f"…({_size(size)})"))
-        found.sort()  # after the drawings' lines, which hold no `data:`
+        found.sort()  # after the drawings, which hold no `data:`
     # the stretches first: in prose each fails within a word, ~1 ms a MB where the scan took 35
     if len(text) >= MIN_BARE_RUN and any(_HALF_RUN.match(text, k) for k in range(0, len(text) - _HALF + 1, _HALF)):
         ends = [p.end for p in found]
@@ -128,14 +127,15 @@ def counted_body(body: str) -> str:
     return mask_payloads(body.strip())
 
 
-def mask_payloads(text: str) -> str:
-    """`text` with each payload replaced by its stand-in (`text` itself when it holds none)."""
+def mask_payloads(text: str, keep_lines: bool = False) -> str:
+    """`text` with each payload replaced by its stand-in (`text` itself when it holds none); `keep_lines`: each
+    line a payload held still a line (empty), for a reader of line numbers."""
     spans = payloads(text)
     if not spans:
         return text
     parts, at = [], 0
     for p in spans:
-        parts += (text[at : p.start], p.stand_in)
+        parts += (text[at : p.start], p.stand_in + ("\n" * text.count("\n", p.start, p.end) if keep_lines else ""))
         at = p.end
     parts.append(text[at:])
     return "".join(parts)

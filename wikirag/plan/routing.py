@@ -103,7 +103,7 @@ CharFigures = tuple[int, int, int]  # body, prose and link-sentence characters: 
 def char_figures(note: ParsedNote, links: Iterable[WikiLink] | None = None) -> CharFigures:
     """The character counts routing reads that depend on the note's text only (not on where its links land),
     so a caller may keep them per note digest (index.parsecache) and skip the structure pass next time."""
-    body = mask_payloads(note.body)  # a pasted image's base64 is no prose (markdown.payloads)
+    body = mask_payloads(note.body, keep_lines=True)  # a pasted image's base64 is no prose (markdown.payloads)
     body_chars = _nonspace(body) - body.count("\n") - body.count("\t")
     prose = _prose_chars(body) if body else 0
     links = note.links if links is None else links
@@ -205,7 +205,7 @@ def uncovered_sections(note: ParsedNote, outgoing: Outgoing, f: NoteFeatures,
     """The heading sections whose prose no link sentence covers (at least `min_prose_tokens` of prose outside
     link sentences, and more than half of the section's prose), as body line spans; and how many sections
     the note has."""
-    body = mask_payloads(note.body)  # as char_figures reads it; its lines are the note's
+    body = mask_payloads(note.body, keep_lines=True)  # as char_figures reads it; its lines are the note's
     parts = sections(body)
     if not parts:
         return [], 0
