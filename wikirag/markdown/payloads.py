@@ -8,6 +8,12 @@ model (1 min 45 s) and, routed to extraction, to the LLM. Its stand-in keeps wha
 `data:image/png;base64,` head as written, then `…(750KB)`, the size of the data (decoded, for base64). No spaces,
 so a Markdown link holding it stays a link (searchable drops its target as before).
 
+A base64 run may be broken into lines of one width (MIME's 76 characters, a PEM certificate's 64, at least 60),
+the last no longer, `=` only at its end, indented or quoted alike: 1,000 characters in all with capitals, small
+letters and digits in them (a hex dump, a DNA sequence, lines of one letter stay) are one payload, from its first
+line's data to its last's. A PEM block's `-----BEGIN CERTIFICATE-----` and `-----END…` lines are no base64 and
+stay: they say what the data was, as a data URI's head does.
+
 An Excalidraw drawing (`.excalidraw.md`, one of the most used plugins) keeps its scene LZ-string compressed to
 base64 in a `compressed-json` fence, broken into lines of 256 characters with a blank line between, which no rule
 for a run can tell from prose: the fence's lines are one payload, `…(Excalidraw drawing, 150KB)`; so is a scene
@@ -37,11 +43,16 @@ _DRAWING_FENCE = re.compile(r"^(`{3,}|~{3,})(compressed-json|json)[ \t]*$", re.M
 _SCENE = re.compile(r"\s*\{\s*\"type\"\s*:\s*\"excalidraw\"")
 _DRAWING_LINES = {"compressed-json": re.compile(r"^[A-Za-z0-9+/=]+$", re.MULTILINE),
                   "json": re.compile(r"^.*\S.*$", re.MULTILINE)}
-_FENCE_LINE = re.compile(r"^(`{3,}|~{3,})[ \t]*$", re.MULTILINE)  # what may close a drawing's fence
 _DATA_SCHEME = re.compile("data:", re.IGNORECASE)  # schemes are case-insensitive: `Data:` too (RFC 3986)
 _BARE_RUN = re.compile(rf"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{{{MIN_BARE_RUN},}}={{0,2}}(?![A-Za-z0-9+/=])")
 _HALF = MIN_BARE_RUN // 2  # such a run covers one of the stretches [k·_HALF, (k+1)·_HALF) whole
 _HALF_RUN = re.compile(rf"[A-Za-z0-9+/]{{{_HALF}}}")
+_HALF_AREA = re.compile(rf"[A-Za-z0-9+/= \t\n>]{{{_HALF}}}")  # the same for a run broken into lines, quoted too
+MIN_WRAP = 60  # a line of a run broken into lines: PEM's 64, OpenSSH's 70, MIME's 76
+_QUOTED = r"[ \t>]*"  # indentation, quote markers: a mail quoted, a callout's code
+_WRAPPED_LINE = re.compile(rf"^{_QUOTED}([A-Za-z0-9+/]{{{MIN_WRAP},}}={{0,2}})[ \t]*$", re.MULTILINE)
+_LAST_LINE = re.compile(rf"{_QUOTED}([A-Za-z0-9+/]*={{0,2}})[ \t]*$", re.MULTILINE)
+_FENCE_LINE = re.compile(r"^(`{3,}|~{3,})[ \t]*$", re.MULTILINE)  # what may close a drawing's fence
 # base64 of real data mixes all three; a run of digits (pi to 5,000 places) or of letters (a DNA sequence) is content
 _CLASSES = (re.compile("[A-Z]"), re.compile("[a-z]"), re.compile("[0-9]"))
 
@@ -95,6 +106,52 @@ def _drawings(text: str) -> list[Payload]:
     return found
 
 
+def _wrapped(text: str) -> list[Payload]:
+    """Each base64 run broken into lines (MIME's 76 characters, PEM's 64, ...): one payload from its first line's
+    data to its last's. A PEM block's `-----BEGIN CERTIFICATE-----` armour stays, naming what the data was."""
+    found: list[Payload] = []
+    run: list[tuple[int, int]] = []  # the data of each line of the run being read
+    width = after = 0  # the run's line width; where its last line ends
+
+    def close() -> None:
+        nonlocal after
+        if run and run[-1][1] - run[-1][0] == width and text[run[-1][1] - 1] != "=":  # a last line under MIN_WRAP?
+            last = _LAST_LINE.match(text, after + 1)
+            short = last.end(1) - last.start(1) if last else 0
+            # padded base64 comes in fours: a word on the line after ("Thanks") is mostly not its end
+            if 0 < short < width and (width * len(run) + short) % 4 == 0:
+                run.append(last.span(1))
+                after = last.end()
+        data = "".join(text[a:b] for a, b in run)
+        if len(run) > 1 and len(data) >= MIN_BARE_RUN and all(c.search(data) for c in _CLASSES):
+            found.append(Payload(run[0][0], run[-1][1], f"…(base64 {_size(_base64_bytes(data))})"))
+        run.clear()
+
+    for line in _WRAPPED_LINE.finditer(text):
+        a, b = line.span(1)
+        if run and (line.start() != after + 1 or b - a > width):  # not the next line, or wider: another run
+            close()
+        if not run:
+            width = b - a
+        run.append((a, b))
+        after = line.end()
+        if b - a < width or text[b - 1] == "=":  # a shorter line, or padding, is a run's last
+            close()
+    close()
+    return found
+
+
+def _without(found: list[Payload], more: list[Payload]) -> list[Payload]:
+    """`found` and those of `more` that overlap none of it, in order (both in order, neither overlapping itself)."""
+    ends = [p.end for p in found]
+    kept = []
+    for p in more:
+        k = bisect_right(ends, p.start)
+        if not (k < len(found) and found[k].start < p.end):
+            kept.append(p)
+    return sorted(found + kept) if kept else found
+
+
 def payloads(text: str) -> list[Payload]:
     """Each payload in `text` with its stand-in, in order, none overlapping."""
     found: list[Payload] = _drawings(text) if "compressed-json" in text or '"excalidraw"' in text else []
@@ -107,18 +164,14 @@ def payloads(text: str) -> list[Payload]:
                 size = _base64_bytes(payload) if m.group(2).lower().endswith(";base64") else len(payload)
                 found.append(Payload(m.start(3), m.end(), f"…({_size(size)})"))
         found.sort()  # after the drawings, which hold no `data:`
-    # the stretches first: in prose each fails within a word, ~1 ms a MB where the scan took 35
-    if len(text) >= MIN_BARE_RUN and any(_HALF_RUN.match(text, k) for k in range(0, len(text) - _HALF + 1, _HALF)):
-        ends = [p.end for p in found]
-        bare = []
-        for m in _BARE_RUN.finditer(text):
-            k = bisect_right(ends, m.start())
-            if k < len(found) and found[k].start < m.end():  # a data URI's own payload is a base64 run too
-                continue
-            if all(c.search(m.group()) for c in _CLASSES):
-                bare.append(Payload(m.start(), m.end(), f"…(base64 {_size(_base64_bytes(m.group()))})"))
-        if bare:
-            found = sorted(found + bare)
+    # the stretches first: in prose each fails within a word, or a sentence, ~1 ms a MB where the scans took 35
+    stretches = range(0, len(text) - _HALF + 1, _HALF)
+    if len(text) < MIN_BARE_RUN or not any(_HALF_AREA.match(text, k) for k in stretches):
+        return found
+    found = _without(found, _wrapped(text))  # a data URI's own payload is a base64 run too: it stays one
+    if any(_HALF_RUN.match(text, k) for k in stretches):
+        found = _without(found, [Payload(m.start(), m.end(), f"…(base64 {_size(_base64_bytes(m.group()))})")
+                                 for m in _BARE_RUN.finditer(text) if all(c.search(m.group()) for c in _CLASSES)])
     return found
 
 
