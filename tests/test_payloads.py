@@ -3,8 +3,11 @@ Each line was under the 1,000 characters of a bare run, so all of it was chunked
 
 import base64
 import random
+import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from wikirag.lightrag.tokens import lightrag_tokenizer
 from wikirag.markdown.chunking import chunk_text
@@ -92,3 +95,26 @@ _DNA = "".join(_RANDOM.choice("ACGT") for _ in range(2400))
 def test_lines_that_are_no_broken_run_are_left_alone(text):
     assert payloads(text) == [] and mask_payloads(text) == text
     assert all(c.content in text for c in chunk_text(text, TOK, 600, 60))
+
+
+_PIECES = st.sampled_from([_MAIL[i : i + 76] + "\n" for i in range(0, 1520, 76)] + [
+    _wrap(_MAIL[:1064], 76) + "\n", _wrap(_MAIL[:532], 76) + "\n", _MAIL[-48:] + "\n", "> ", "    ", "\n",
+    "# Heading\n", "Prose, and a [[Link]].\n", "```\n", "````\n", "```compressed-json\n",
+    "-----BEGIN CERTIFICATE-----\n", "Thanks\n", "==\n"])
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_PIECES, max_size=60))
+def test_chunks_show_the_text_each_payload_cut_to_its_stand_in_once(pieces):
+    """Runs broken into lines, drawings, fences and headings in any order: the chunks (none windowed) hold the
+    text as masked, each stand-in once, none of a payload's lines; their lines are the text's."""
+    text = "".join(pieces)
+    found = payloads(text)
+    chunks = chunk_text(text, TOK, 8000, 100)
+    shown = "".join(c.content for c in chunks)
+    assert re.sub(r"\s", "", shown) == re.sub(r"\s", "", mask_payloads(text))
+    assert shown.count("…(") == len(found)
+    lines = text.split("\n")
+    for c in chunks:
+        assert text[c.start : c.end] == "\n".join(lines[c.start_line - 1 : c.end_line])
+    assert mask_payloads(text, keep_lines=True).count("\n") == text.count("\n")
