@@ -7,9 +7,9 @@ does). Packing across headings keeps short notes in one chunk, which is what mak
 extract. The same function is handed to LightRAG as its `chunking_func`, so the chunks the cost model
 counts are exactly the chunks LightRAG extracts.
 
-An encoded payload (a pasted image's base64 data URI: `markdown.payloads`) is cut to a short stand-in in a chunk's
-content and token count; its lines and characters still point at the payload in the text. Text without one
-chunks exactly as it did.
+An encoded payload (a pasted image's base64 data URI, a drawing: `markdown.payloads`) is cut to a short stand-in in
+a chunk's content and token count, one line for a payload of many; its lines and characters still point at the
+payload in the text. Text without one chunks exactly as it did.
 """
 
 from __future__ import annotations

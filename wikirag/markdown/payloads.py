@@ -156,7 +156,7 @@ def payloads(text: str) -> list[Payload]:
     """Each payload in `text` with its stand-in, in order, none overlapping."""
     found: list[Payload] = _drawings(text) if "compressed-json" in text or '"excalidraw"' in text else []
     if _DATA_SCHEME.search(text):
-        drawn = [(p.start, p.end) for p in found]  # an uncompressed scene's embedded images: in its lines already
+        drawn = [(p.start, p.end) for p in found]  # an uncompressed scene's embedded images: in its payload already
         for m in _DATA_URI.finditer(text):
             payload = m.group(3)
             k = bisect_right(drawn, (m.start(3), len(text))) - 1
@@ -168,7 +168,7 @@ def payloads(text: str) -> list[Payload]:
     stretches = range(0, len(text) - _HALF + 1, _HALF)
     if len(text) < MIN_BARE_RUN or not any(_HALF_AREA.match(text, k) for k in stretches):
         return found
-    found = _without(found, _wrapped(text))  # a data URI's own payload is a base64 run too: it stays one
+    found = _without(found, _wrapped(text))  # a drawing's or a data URI's own payload may be a run too: it stays one
     if any(_HALF_RUN.match(text, k) for k in stretches):
         found = _without(found, [Payload(m.start(), m.end(), f"…(base64 {_size(_base64_bytes(m.group()))})")
                                  for m in _BARE_RUN.finditer(text) if all(c.search(m.group()) for c in _CLASSES)])
