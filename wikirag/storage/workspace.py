@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from wikirag.errors import ConfigError
-from wikirag.storage.fs import INDEX_DB_FILENAME, LEDGER_FILENAME, PGDATA_DIRNAME
+from wikirag.storage.fs import KEPT_ACROSS_REBUILD, is_store_file
 
 
 def workspace_name(vault: Path) -> str:
@@ -20,11 +20,14 @@ def vault_workspace(vault: Path, store: Path, *, own_store: bool) -> str:
     `VAULT/.wikirag`, or a `store` its wikirag.toml names inside it), unless that store holds no workspace of
     that name and exactly one of another: the vault folder was renamed and its store moved with it, so that
     index is this vault's, kept rather than built again (every note re-embedded) beside it. A store given
-    from outside (`--store`, WIKIRAG_STORE) may hold other vaults' workspaces: none is taken."""
+    from outside (`--store`, WIKIRAG_STORE), or one that lies outside the vault once links are followed (a
+    `--config` file's, a `.wikirag` linked out) may hold other vaults' workspaces: none is taken."""
     name = workspace_name(vault)
     if not own_store or (store / name).exists():
         return name
     try:
+        if not store.resolve().is_relative_to(vault.resolve()):
+            return name  # `--config` naming a store elsewhere, or `.wikirag` a link out: other vaults' indexes
         built = [c.name for c in store.iterdir() if c.is_dir() and not c.is_symlink() and _holds_index(c)]
     except OSError:  # no store yet, or unreadable: the checks that follow say so
         return name
@@ -44,7 +47,9 @@ def other_workspaces(vault: Path, store: Path, workspace: str) -> list[str]:
 
 
 def _holds_index(folder: Path) -> bool:
-    return any((folder / marker).exists() for marker in (INDEX_DB_FILENAME, LEDGER_FILENAME, PGDATA_DIRNAME))
+    """Any file wikirag writes there, what a rebuild keeps included: a `--rebuild` cut short (or not yet at its
+    first save) leaves its marker, the vector cache and the LLM cache, and no ledger."""
+    return any(is_store_file(c) or c.name in KEPT_ACROSS_REBUILD for c in folder.iterdir())
 
 
 _WORKSPACE_NAME = re.compile(r"[\w.-]+")
