@@ -208,6 +208,33 @@ def test_two_processes_share_one_server_and_the_last_one_stops_it(work):
     assert _server_pid(settings) is None and embedded._Server(settings).read_clients() == []
 
 
+def test_a_vault_renamed_while_its_server_runs_names_its_clients_then_starts_it_anew(work):
+    """The vault folder renamed while a server started at the old path runs (`wikirag mcp` serving, or a client
+    killed with -9 left it): with its socket in the temp folder (a long path) under the old path's name, the
+    renamed vault, which keeps its workspace, had every connection refused, for as long as that server ran."""
+    deep = work / ("d" * 90)
+    deep.mkdir()
+    deep.chmod(0o755)
+    vault = _embedded_vault(deep)
+    assert load_config(vault).storage.host != load_config(vault).storage.data_dir  # the socket: in the temp folder
+    holder = _join_in_subprocess(vault, linger=60)
+    assert holder.stdout.readline().strip(), holder.stderr.read()
+    moved = load_config(vault.rename(deep / "Renamed"))
+    assert moved.workspace == "vault"
+    try:
+        with pytest.raises(embedded.EmbeddedServerError, match=f"processes {holder.pid} "):
+            embedded.ensure_server(moved.storage)
+        holder.kill()  # kill -9: the old server runs on, no client left
+        holder.wait(10)
+        embedded.ensure_server(moved.storage)  # stopped, and started again where its folder is now
+        assert _rows(moved.storage, "SELECT 1") == [(1,)]
+        assert embedded.leave(moved.storage) is True and _server_pid(moved.storage) is None
+    finally:  # no server left running on a folder the fixture deletes
+        holder.kill()
+        if (pid := _server_pid(moved.storage)) is not None:
+            os.kill(pid, signal.SIGINT)
+
+
 def test_the_command_line_still_leaves_the_server_when_it_skips_the_interpreters_teardown(work):
     """`wikirag` ends with os._exit after the exit handlers (wikirag.cli.main): the server a command started
     is stopped when it ends, and its output arrives whole."""

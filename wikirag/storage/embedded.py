@@ -139,6 +139,8 @@ class _Server:
         with FileLock(str(self.lock_path), timeout=120):
             if not (self.data / "PG_VERSION").exists():
                 self._initdb(run_as)
+            if (pid := self.running_pid()) is not None and not self._socket_here():
+                self._moved(pid)
             if self.running_pid() is None:
                 self._start(run_as)
             self._ensure_database()
@@ -221,6 +223,17 @@ class _Server:
             conn.execute(f"CREATE DATABASE {EMBEDDED_DATABASE}")
         with connect(self.settings, autocommit=True, start=False) as conn:
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+
+    def _socket_here(self) -> bool:
+        return (self.socket_dir / f".s.PGSQL.{EMBEDDED_PORT}").exists()
+
+    def _moved(self, pid: int) -> None:
+        """A server started before its folder moved (the vault renamed), its socket in the temp folder under the
+        old path's name: every connection was refused, and its clients cannot stop it. Stopped when none is left."""
+        if clients := [str(int(c[0])) for c in self.read_clients()]:
+            raise EmbeddedServerError(f"embedded PostgreSQL in {self.data} (process {pid}) was started before its "
+                                      f"folder moved; end the wikirag processes {', '.join(clients)} using it")
+        self._stop()
 
     # --- leave and stop ---------------------------------------------------------------------------------
 
