@@ -43,6 +43,7 @@ from wikirag.storage.ledger_store import ledger_store, recorded_meta
 from wikirag.storage.locks import writer_lock
 from wikirag.storage.postgres import keep_vectors_inline, tend_changed_tables
 from wikirag.storage.server_env import require_server_env
+from wikirag.storage.workspace import record_vault
 from wikirag.vault.memory import cyclic_gc_paused, freeze_long_lived, thaw_long_lived
 from wikirag.vault.model import Vault
 from wikirag.vault.read import scan_vault
@@ -169,6 +170,7 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
         if not locked:
             stack.enter_context(StoreLock(config))
         carried = await wipe() if wipe is not None else {}  # --rebuild, under the lock
+        record_vault(config.workspace_dir, config.vault)  # whose index this is: found again after a rename
         progress("scan", 0, 1)
         scan = files = None
         config_key = _config_key(config)

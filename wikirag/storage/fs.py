@@ -34,8 +34,13 @@ STORE_FILE_PATTERNS = (
 PGDATA_DIRNAME = "wikirag_pgdata"
 
 
+# Which vault on which machine the workspace's index was written for (storage.workspace): a rebuild keeps it, so
+# a vault renamed while its rebuild was cut short still finds its index.
+VAULT_RECORD = "wikirag_vault.info"
+
+
 KEPT_ACROSS_REBUILD = ("wikirag_vectors.sqlite", "wikirag_vectors.sqlite-wal", "wikirag_vectors.sqlite-shm",
-                       PGDATA_DIRNAME, f"{PGDATA_DIRNAME}.lock", f"{PGDATA_DIRNAME}.clients")
+                       PGDATA_DIRNAME, f"{PGDATA_DIRNAME}.lock", f"{PGDATA_DIRNAME}.clients", VAULT_RECORD)
 
 
 def is_store_file(path: Path) -> bool:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import re
+import socket
 from pathlib import Path
 
 from wikirag.errors import ConfigError
-from wikirag.storage.fs import KEPT_ACROSS_REBUILD, is_store_file
+from wikirag.storage.fs import KEPT_ACROSS_REBUILD, VAULT_RECORD, atomic_write_text, is_store_file
 
 
 def workspace_name(vault: Path) -> str:
@@ -16,22 +20,50 @@ def workspace_name(vault: Path) -> str:
 
 
 def vault_workspace(vault: Path, store: Path, *, own_store: bool) -> str:
-    """The default workspace: the vault's folder name. In a store that is the vault's own (the default
-    `VAULT/.wikirag`, or a `store` its wikirag.toml names inside it), unless that store holds no workspace of
-    that name and exactly one of another: the vault folder was renamed and its store moved with it, so that
-    index is this vault's, kept rather than built again (every note re-embedded) beside it. A store given
-    from outside (`--store`, WIKIRAG_STORE), or one that lies outside the vault once links are followed (a
-    `--config` file's, a `.wikirag` linked out) may hold other vaults' workspaces: none is taken."""
+    """The default workspace: the vault's folder name, or the index its folder had before a rename. When the
+    vault's own store (inside the vault: the default `VAULT/.wikirag`, or a `store` its wikirag.toml names) holds
+    no workspace of the folder's name and exactly one other, written for this vault on this machine at a path
+    now gone (`record_vault`), that index moved with the vault and is kept, not built again beside it. A store
+    from outside (`--store`, WIKIRAG_STORE, a `--config` file's, a `.wikirag` linked out) may hold other vaults'
+    indexes, and a store synced from another machine that machine's: none of those is taken."""
     name = workspace_name(vault)
-    if not own_store or (store / name).exists():
+    if not own_store:
         return name
     try:
         if not store.resolve().is_relative_to(vault.resolve()):
-            return name  # `--config` naming a store elsewhere, or `.wikirag` a link out: other vaults' indexes
-        built = [c.name for c in store.iterdir() if c.is_dir() and not c.is_symlink() and _holds_index(c)]
+            return name
+        entries = list(store.iterdir())
+        if any(c.name == name for c in entries):
+            return name
+        built = [c for c in entries if c.is_dir() and not c.is_symlink() and _holds_index(c)]
     except OSError:  # no store yet, or unreadable: the checks that follow say so
         return name
-    return built[0] if len(built) == 1 and _WORKSPACE_NAME.fullmatch(built[0]) else name
+    if len(built) == 1 and _WORKSPACE_NAME.fullmatch(built[0].name) and _left_by(built[0], vault):
+        return built[0].name
+    return name
+
+
+def record_vault(workspace_dir: Path, vault: Path) -> None:
+    """Note in the workspace folder which vault, on which machine, its index is written for (a writer calls
+    this under its lock); `vault_workspace` reads it after a rename."""
+    record = json.dumps({"host": socket.gethostname(), "path": str(vault.resolve())})
+    path = workspace_dir / VAULT_RECORD
+    with contextlib.suppress(OSError):  # only a hint for a later rename: a run never fails for it
+        if workspace_dir.is_dir() and (not path.is_file() or path.read_text(encoding="utf-8") != record):
+            atomic_write_text(path, record)
+
+
+def _left_by(folder: Path, vault: Path) -> bool:
+    """Whether the index in `folder` was written for this vault before its folder was renamed: on this machine,
+    at a path now gone (or this very folder under another spelling: a case-only rename on macOS)."""
+    try:
+        record = json.loads((folder / VAULT_RECORD).read_text(encoding="utf-8"))
+        if record.get("host") != socket.gethostname():
+            return False  # a store synced from another machine, whose vault folder is named otherwise
+        old = Path(record["path"])
+        return not old.exists() or os.path.samefile(old, vault)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False
 
 
 def other_workspaces(vault: Path, store: Path, workspace: str) -> list[str]:
