@@ -27,6 +27,7 @@ from wikirag.storage import embedded
 from wikirag.storage.fs import PGDATA_DIRNAME
 from wikirag.storage.postgres import connect
 from wikirag.storage.settings import StorageSettings
+from wikirag.storage.workspace import record_vault
 
 pytest.importorskip("psycopg", reason="the postgres extra is not installed: pip install 'wikirag[embedded]'")
 pytest.importorskip("pgserver", reason="pgserver is not installed: pip install 'wikirag[embedded]'")
@@ -219,6 +220,7 @@ def test_a_vault_renamed_while_its_server_runs_names_its_clients_then_starts_it_
     assert load_config(vault).storage.host != load_config(vault).storage.data_dir  # the socket: in the temp folder
     holder = _join_in_subprocess(vault, linger=60)
     assert holder.stdout.readline().strip(), holder.stderr.read()
+    record_vault(load_config(vault).workspace_dir, vault)  # as an index run there writes it
     moved = load_config(vault.rename(deep / "Renamed"))
     assert moved.workspace == "vault"
     try:
