@@ -536,3 +536,13 @@ def test_a_renamed_vault_keeps_its_index_and_a_shared_store_takes_no_other_vault
     assert load_config(renamed).workspace == "Renamed_notes"
     checks = json.loads(invoke("doctor", str(renamed), "--json").stdout)["checks"]
     assert [c["detail"] for c in checks if c["name"] == "workspace" and "one, two" in c["detail"]], checks
+
+
+def test_cost_estimate_with_the_users_prices_does_not_date_them_by_the_table(tmp_path):
+    vault = copy_vault(SAMPLE, tmp_path / "vault")
+    shipped = invoke("cost-estimate", str(vault), "--model", "gpt-4o-mini")
+    given = invoke("cost-estimate", str(vault), "--model", "mystery-1", "--price-in", "1", "--price-out", "2")
+    assert shipped.exit_code == 0 and given.exit_code == 0, given.output
+    as_of = json.loads(invoke("cost-estimate", str(vault), "--json").stdout)["prices_as_of"]
+    assert as_of and as_of in shipped.output.splitlines()[0]
+    assert as_of not in given.output.splitlines()[0] and "your prices" in given.output.splitlines()[0]

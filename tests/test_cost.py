@@ -281,6 +281,8 @@ def test_command_line_prices():
     price = CostSettings(model="mystery-1", price_in=1.0, price_out=2.0).price()
     assert (price.input, price.output, price.cached_input, price.source) == (1.0, 2.0, None, "command line")
     assert CostSettings(model="gpt-4o", price_in=9.0).price().output == 10.0
+    # a provider wikirag sets no prompt cache up for loses its cached price, but its price is still the table's
+    assert CostSettings(model="deepseek-chat").price().source == "shipped table"
     with pytest.raises(ConfigError):
         CostSettings(model="mystery-1", price_in=1.0).price()
 

@@ -297,7 +297,8 @@ def _usd(value: float) -> str:
 def render_cost_estimate(estimate: CostEstimate, console: Console, top: int = 10) -> None:
     price = estimate.price
     scenarios = Table(title=f"{estimate.note_count:,} notes · {estimate.model} "
-                            f"(${price.input}/M in, ${price.output}/M out; {estimate.prices_as_of})",
+                            f"(${price.input}/M in, ${price.output}/M out; "
+                            f"{'your prices' if price.source == 'command line' else estimate.prices_as_of})",
                       title_justify="left", box=None)
     for column in ("scenario", "LLM calls", "input tokens", "output tokens", "USD", "USD, prompt cached"):
         scenarios.add_column(column, justify="left" if column == "scenario" else "right")

@@ -110,14 +110,10 @@ class CostSettings:
         changes: dict[str, Any] = {}
         if base.provider and base.provider not in CACHING_PROVIDERS and base.cached_input is not None:
             changes["cached_input"] = None  # the provider could cache, but wikirag does not set it up there
-        if self.price_in is not None:
-            changes["input"] = self.price_in
-        if self.price_out is not None:
-            changes["output"] = self.price_out
-        if self.price_cached_in is not None:
-            changes["cached_input"] = self.price_cached_in
-        if changes:
-            changes["source"] = "command line"
+        given = {"input": self.price_in, "output": self.price_out, "cached_input": self.price_cached_in}
+        given = {key: value for key, value in given.items() if value is not None}
+        if given:  # the user's own figures: the table (and its date) no longer says what they are
+            changes.update(given, source="command line")
         return _checked(replace(base, **changes))
 
 
