@@ -32,9 +32,9 @@ def search(
 ) -> None:
     """Find notes: ranked notes with their best passages. No LLM call.
 
-    BM25 over the notes' text, the notes named in the query (titles, aliases) and LightRAG's retrieval in
-    the chosen mode (default naive: vector search over chunks, which loads no graph), fused by reciprocal
-    rank. `--mode lexical` skips the embedding model: the fastest start.
+    BM25 over the notes' text, the notes named in the query (titles, aliases) and LightRAG's
+    retrieval in the chosen mode (default naive: vector search over chunks, which loads no graph),
+    fused by reciprocal rank. `--mode lexical` skips the embedding model: the fastest start.
 
     Example:
 
@@ -87,7 +87,8 @@ def mcp(
 
     Claude Desktop (claude_desktop_config.json; give absolute paths):
 
-        {"mcpServers": {"wikirag": {"command": "/abs/path/wikirag", "args": ["mcp", "/Users/me/Notes"]}}}
+        {"mcpServers": {"wikirag": {"command": "/abs/path/wikirag",
+                                    "args": ["mcp", "/Users/me/Notes"]}}}
 
     Claude Code:
 
