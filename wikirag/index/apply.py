@@ -2,6 +2,12 @@
 the batch will rewrite), write chunks, re-derive each touched entity and relation from all notes'
 fragments, flush LightRAG's stores, clear `pending`. A crash anywhere leaves `pending` for the next run
 to redo. Extract-routed notes then go through LightRAG's extraction with their hint (index/extracting.py).
+
+A record that a later batch of the run touches again (a note's entity that notes of an earlier batch link to,
+a link target without a note, a hub) has its graph node or edge written in every batch that touches it but its
+vector only in the last one (`later_touches` reads those batches' links before they run): embedding is the
+costly write, and each earlier text would be replaced. Until then its vector stays owed in `pending` (on disk
+with the records to re-derive), and a stop between batches writes what is owed before the run ends.
 """
 
 from __future__ import annotations
@@ -10,8 +16,8 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from wikirag.graph.contribution import note_contribution
-from wikirag.graph.merge import merge_entity, merge_relation
+from wikirag.graph.contribution import link_targets, note_contribution
+from wikirag.graph.merge import merge_entity, merge_relation, relation_key
 from wikirag.graph.records import NoteContribution
 from wikirag.index.batching import run_batches, run_summary_batches
 from wikirag.index.extracting import extract_batch, fragment_changes, reclean, stale_packs
@@ -94,11 +100,16 @@ async def _run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: Wik
     batch_size = max(1, config.index.batch_size)
     todo = plan.to_process
     done = 0
+    last_touch = later_touches(plan, ledger, todo, batch_size)
     for start in range(0, len(todo), batch_size):
         if should_stop is not None and should_stop():
             report.interrupted = True  # between batches the store and ledger agree: the rest waits
             break
         batch = todo[start : start + batch_size]
+        number = start // batch_size
+
+        def later(key: str | tuple[str, str], number: int = number) -> bool:
+            return last_touch.get(key, -1) > number
         # Phase 1: structure (chunks, note entity, link relations) for every note of the batch.
         pending = Pending()
         contributions: dict[str, NoteContribution] = {}
@@ -122,7 +133,7 @@ async def _run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: Wik
         ledger.pending.merge(pending)
         ledger.save()  # write-ahead: the promise comes first
         await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report, contributions,
-                            summaries=summaries)
+                            summaries=summaries, later=later)
         # Phase 2: LLM extraction for extract-routed notes (their units: chunks, sections or packs).
         extract = [p for p in batch if ledger.notes[p].status == "extracting"]
         if extract and hinting and table is not None and units_plan is not None:
@@ -139,10 +150,13 @@ async def _run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: Wik
                                           lambda p: contribution_for(plan, p, tokenizer, config), extracted)
             ledger.pending.merge(pending)
             ledger.save()
-            await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report, summaries=summaries)
+            await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report, summaries=summaries,
+                                later=later)
         if live is None or not live.total:
             progress("index", min(start + batch_size, len(todo)), len(todo))
         done += len(batch)
+    if not ledger.pending.empty():  # vectors owed to batches a stop left out (or no batch touched after all)
+        await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report, summaries=summaries)
     if hinting and table is not None and units_plan is not None and not report.interrupted:
         stale = stale_packs(plan, ledger, units_plan)  # e.g. a packed note was deleted
         if stale:
@@ -172,6 +186,27 @@ def contribution_for(plan: Plan, path: str, tokenizer: Any, config: WikiragConfi
     )
 
 
+def later_touches(plan: Plan, ledger: Ledger, todo: list[str], batch_size: int) -> dict[str | tuple[str, str], int]:
+    """Entity names and relation keys -> the last batch (its number, from 0) that may touch them: a note's own
+    entity, its links' targets and relations, and the fragments the ledger holds of it (a change removes them).
+    Read from the links alone, without chunking. What extraction will find is unknown before it runs: such a
+    record is embedded in each batch that touches it, as it was before. Empty for a run of one batch."""
+    last: dict[str | tuple[str, str], int] = {}
+    for start in range(batch_size, len(todo), batch_size):
+        number = start // batch_size
+        for path in todo[start : start + batch_size]:
+            me = plan.names[path]
+            last[me] = number
+            for _link, target, _type in link_targets(plan.vault.notes[path], plan.vault.outgoing(path), plan.names,
+                                                     plan.unresolved):
+                last[target] = last[relation_key(me, target)] = number
+            old = ledger.notes.get(path)
+            if old is not None:
+                last.update(dict.fromkeys((f.name for f in old.entities), number))
+                last.update(dict.fromkeys((relation_key(r.src, r.tgt) for r in old.relations), number))
+    return last
+
+
 def pending_for(old: NoteEntry | None, new: NoteContribution | None) -> Pending:
     """The writes that replacing `old` by `new` needs: new chunks, gone chunks, and every entity and relation
     whose fragments from this note differ (an unchanged record is not rewritten, nor re-embedded)."""
@@ -188,10 +223,13 @@ def pending_for(old: NoteEntry | None, new: NoteContribution | None) -> Pending:
 
 async def apply_pending(writer: StoreWriter, ledger: Ledger, pending: Pending, plan: Plan, tokenizer: Any,
                  config: WikiragConfig, report: IndexReport,
-                 computed: dict[str, NoteContribution] | None = None, *, summaries: Summaries | None = None) -> None:
+                 computed: dict[str, NoteContribution] | None = None, *, summaries: Summaries | None = None,
+                 later: Callable[[str | tuple[str, str]], bool] | None = None) -> None:
     """Make the store match the ledger for everything `pending` names, flush, then clear it.
     `computed` holds contributions this run already derived (recovery re-derives the rest). Records that
-    now need an LLM summary join the to-do list the run's last step works through."""
+    now need an LLM summary join the to-do list the run's last step works through. `later` says which
+    records a later batch of the run touches again: their vectors wait, owed in `pending`; the vectors owed
+    from earlier batches that no later batch touches are written here (all of them without `later`)."""
     for path in sorted(pending.chunk_notes):
         if path not in plan.vault.notes or path not in ledger.notes:
             continue
@@ -201,22 +239,35 @@ async def apply_pending(writer: StoreWriter, ledger: Ledger, pending: Pending, p
     await writer.delete_chunks(sorted(pending.delete_chunks))
     report.chunks_deleted += len(pending.delete_chunks)
 
-    entity_index, relation_index = ledger.fragments_of(pending.entities, pending.relations)
+    def waits(key: str | tuple[str, str]) -> bool:
+        return later is not None and later(key)
+
+    # owed vectors of records no batch touched since: their graph is current, their vector is due now
+    due_entities = sorted(n for n in pending.entity_vectors - pending.entities if not waits(n))
+    due_relations = sorted(k for k in pending.relation_vectors - pending.relations if not waits(k))
+    entity_index, relation_index = ledger.fragments_of(pending.entities | set(due_entities),
+                                                       pending.relations | set(due_relations))
     relations, entities = sorted(pending.relations), sorted(pending.entities)
-    gone_relations = [k for k in relations if k not in relation_index]
+    gone_relations = [k for k in relations + due_relations if k not in relation_index]
     await writer.delete_relations(gone_relations)
-    gone_entities = [n for n in entities if n not in entity_index]
+    gone_entities = [n for n in entities + due_entities if n not in entity_index]
     await writer.delete_entities(gone_entities)
     live_entities = [merge_entity(n, entity_index[n]) for n in entities if n in entity_index]
-    await writer.upsert_entities(live_entities)
+    wait_entities = {r["entity_id"] for r in live_entities if waits(r["entity_id"])}
+    await writer.upsert_entities(live_entities, defer_vectors=wait_entities)
     live_relations = [merge_relation(k, relation_index[k]) for k in relations if k in relation_index]
-    await writer.upsert_relations(live_relations)
+    wait_relations = {(r["src_id"], r["tgt_id"]) for r in live_relations if waits((r["src_id"], r["tgt_id"]))}
+    await writer.upsert_relations(live_relations, defer_vectors=wait_relations)
+    await writer.upsert_entity_vectors([merge_entity(n, entity_index[n]) for n in due_entities if n in entity_index])
+    await writer.upsert_relation_vectors([merge_relation(k, relation_index[k]) for k in due_relations
+                                          if k in relation_index])
     await writer.flush()
     report.entities_written += len(live_entities)
     report.entities_deleted += len(gone_entities)
     report.relations_written += len(live_relations)
     report.relations_deleted += len(gone_relations)
     note_derived(ledger, summaries, entities, relations)
-    ledger.pending = Pending()
+    owed = Pending(entity_vectors=pending.entity_vectors - pending.entities - set(due_entities) | wait_entities,
+                   relation_vectors=pending.relation_vectors - pending.relations - set(due_relations) | wait_relations)
+    ledger.pending = owed
     ledger.save()
-

@@ -78,25 +78,35 @@ def chunks_digest(contribution: NoteContribution) -> str:
 
 @dataclass
 class Pending:
-    """Writes a run promised and may not have finished (sets here, sorted lists on disk)."""
+    """Writes a run promised and may not have finished (sets here, sorted lists on disk).
+
+    `entity_vectors` and `relation_vectors` are records whose graph node or edge is written and current but whose
+    vector waits for the last batch of the run that touches them (index/apply.py). On disk they are listed with
+    `entities` and `relations`: a run that finds them there (after a crash) re-derives them whole."""
 
     chunk_notes: set[str] = field(default_factory=set)  # notes whose chunks must be (re)written
     delete_chunks: set[str] = field(default_factory=set)
     entities: set[str] = field(default_factory=set)  # names to re-derive (or delete if gone)
     relations: set[tuple[str, str]] = field(default_factory=set)  # sorted (src, tgt) keys to re-derive
+    entity_vectors: set[str] = field(default_factory=set)  # names whose vector alone is owed
+    relation_vectors: set[tuple[str, str]] = field(default_factory=set)
 
     def merge(self, other: Pending) -> None:
         self.chunk_notes |= other.chunk_notes
         self.delete_chunks |= other.delete_chunks
         self.entities |= other.entities
         self.relations |= other.relations
+        self.entity_vectors |= other.entity_vectors
+        self.relation_vectors |= other.relation_vectors
 
     def empty(self) -> bool:
-        return not (self.chunk_notes or self.delete_chunks or self.entities or self.relations)
+        return not (self.chunk_notes or self.delete_chunks or self.entities or self.relations
+                    or self.entity_vectors or self.relation_vectors)
 
     def to_dict(self) -> dict[str, list]:
         return {"chunk_notes": sorted(self.chunk_notes), "delete_chunks": sorted(self.delete_chunks),
-                "entities": sorted(self.entities), "relations": [list(r) for r in sorted(self.relations)]}
+                "entities": sorted(self.entities | self.entity_vectors),
+                "relations": [list(r) for r in sorted(self.relations | self.relation_vectors)]}
 
     @classmethod
     def from_dict(cls, data: dict[str, list]) -> Pending:

@@ -7,6 +7,7 @@ one source chunk per entity, writes no recovery anchors, and flushes every store
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import TYPE_CHECKING, Any
 
 from wikirag.lightrag.answers import flush_answers
@@ -46,7 +47,10 @@ class StoreWriter:
             await self.rag.text_chunks.delete(chunk_ids)
             await self.rag.chunks_vdb.delete(chunk_ids)
 
-    async def upsert_entities(self, records: list[dict[str, Any]]) -> None:
+    async def upsert_entities(self, records: list[dict[str, Any]], *, defer_vectors: Container[str] = ()) -> None:
+        """Graph nodes, trackers and vectors; the vectors of the names in `defer_vectors` are left for a later
+        `upsert_entity_vectors` (the vector store embeds on upsert: a record a later batch of the run changes
+        again is embedded once, with its final text)."""
         if not records:
             return
         import time
@@ -54,17 +58,7 @@ class StoreWriter:
         now = int(time.time())
         graph = self.rag.chunk_entity_relation_graph
         await graph.upsert_nodes_batch([(r["entity_id"], {**r, "created_at": now}) for r in records])
-        await self.rag.entities_vdb.upsert({
-            md5_id(r["entity_id"], "ent-"): {
-                "entity_name": r["entity_id"],
-                "entity_type": r["entity_type"],
-                "content": f"{r['entity_id']}\n{r['description']}",
-                "source_id": r["source_id"],
-                "description": r["description"],
-                "file_path": r["file_path"],
-            }
-            for r in records
-        })
+        await self._entity_vectors([r for r in records if r["entity_id"] not in defer_vectors])
         trackers = {
             r["entity_id"]: {"chunk_ids": ids, "count": len(ids)}
             for r in records
@@ -77,6 +71,24 @@ class StoreWriter:
             if chunkless := [r["entity_id"] for r in records if r["entity_id"] not in trackers]:
                 await self.rag.entity_chunks.delete(chunkless)
 
+    async def upsert_entity_vectors(self, records: list[dict[str, Any]]) -> None:
+        """The entities' rows in the vector store alone (their text embedded here)."""
+        await self._entity_vectors(records)
+
+    async def _entity_vectors(self, records: list[dict[str, Any]]) -> None:
+        if records:
+            await self.rag.entities_vdb.upsert({
+                md5_id(r["entity_id"], "ent-"): {
+                    "entity_name": r["entity_id"],
+                    "entity_type": r["entity_type"],
+                    "content": f"{r['entity_id']}\n{r['description']}",
+                    "source_id": r["source_id"],
+                    "description": r["description"],
+                    "file_path": r["file_path"],
+                }
+                for r in records
+            })
+
     async def delete_entities(self, names: list[str]) -> None:
         if not names:
             return
@@ -85,7 +97,10 @@ class StoreWriter:
         if self.rag.entity_chunks is not None:
             await self.rag.entity_chunks.delete(names)
 
-    async def upsert_relations(self, records: list[dict[str, Any]]) -> None:
+    async def upsert_relations(self, records: list[dict[str, Any]], *,
+                               defer_vectors: Container[tuple[str, str]] = ()) -> None:
+        """Graph edges, trackers and vectors; as `upsert_entities`, the keys (src_id, tgt_id) in `defer_vectors`
+        get their vectors from a later `upsert_relation_vectors`."""
         if not records:
             return
         import time
@@ -98,19 +113,7 @@ class StoreWriter:
         await self.rag.chunk_entity_relation_graph.upsert_edges_batch([
             (r["src_id"], r["tgt_id"], {**{k: r[k] for k in fields}, "created_at": now}) for r in records
         ])
-        await self.rag.relationships_vdb.upsert({
-            md5_id(r["src_id"] + r["tgt_id"], "rel-"): {
-                "src_id": r["src_id"],
-                "tgt_id": r["tgt_id"],
-                "source_id": r["source_id"],
-                "content": f"{r['keywords']}\t{r['src_id']}\n{r['tgt_id']}\n{r['description']}",
-                "keywords": r["keywords"],
-                "description": r["description"],
-                "weight": r["weight"],
-                "file_path": r["file_path"],
-            }
-            for r in records
-        })
+        await self._relation_vectors([r for r in records if (r["src_id"], r["tgt_id"]) not in defer_vectors])
         trackers = {
             make_relation_chunk_key(r["src_id"], r["tgt_id"]): {"chunk_ids": ids, "count": len(ids)}
             for r in records
@@ -122,6 +125,26 @@ class StoreWriter:
             keys = [make_relation_chunk_key(r["src_id"], r["tgt_id"]) for r in records]
             if chunkless := [k for k in keys if k not in trackers]:
                 await self.rag.relation_chunks.delete(chunkless)
+
+    async def upsert_relation_vectors(self, records: list[dict[str, Any]]) -> None:
+        """The relations' rows in the vector store alone (their text embedded here)."""
+        await self._relation_vectors(records)
+
+    async def _relation_vectors(self, records: list[dict[str, Any]]) -> None:
+        if records:
+            await self.rag.relationships_vdb.upsert({
+                md5_id(r["src_id"] + r["tgt_id"], "rel-"): {
+                    "src_id": r["src_id"],
+                    "tgt_id": r["tgt_id"],
+                    "source_id": r["source_id"],
+                    "content": f"{r['keywords']}\t{r['src_id']}\n{r['tgt_id']}\n{r['description']}",
+                    "keywords": r["keywords"],
+                    "description": r["description"],
+                    "weight": r["weight"],
+                    "file_path": r["file_path"],
+                }
+                for r in records
+            })
 
     async def delete_relations(self, keys: list[tuple[str, str]]) -> None:
         if not keys:
