@@ -169,9 +169,9 @@ def test_a_run_interrupted_mid_write_is_completed_by_the_next(vault, tmp_path, m
     calls = {"n": 0}
     original = StoreWriter.upsert_relations
 
-    async def crash(self, records):
+    async def crash(self, records, **kwargs):
         calls["n"] += 1
-        await original(self, records[: len(records) // 2])  # half written, then the process "dies"
+        await original(self, records[: len(records) // 2], **kwargs)  # half written, then the process "dies"
         raise KeyboardInterrupt
 
     monkeypatch.setattr(StoreWriter, "upsert_relations", crash)
