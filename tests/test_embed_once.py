@@ -154,3 +154,28 @@ def test_a_writer_failing_while_an_owed_vector_is_written_is_completed_by_the_ne
     owes_nothing(config)
     whole, _, _ = index(vault, tmp_path / "whole", 1000)
     assert snapshot(config) == snapshot(whole)
+
+
+def stored_texts(config: WikiragConfig) -> set[str]:
+    snap = snapshot(config)
+    return {r["content"] for part in ("vdb_chunks", "vdb_entities", "vdb_relationships") for r in snap[part].values()}
+
+
+def test_a_record_a_deleted_note_held_is_embedded_once_when_a_changed_note_touches_it_too(tmp_path):
+    """A one-batch run (what `watch` makes of a save): the deletion step leaves Ghost's vector to the batch that
+    changes its other mention, instead of embedding the text in between."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "A.md").write_text("# A\n\nA cites [[Ghost]] in passing.\n")
+    (vault / "B.md").write_text("# B\n\nB cites [[Ghost]] for a start.\n")
+    (vault / "C.md").write_text("# C\n\nC stands alone.\n")
+    config, _, _ = index(vault, tmp_path / "store", 1000)
+    before = stored_texts(config)
+    (vault / "A.md").unlink()
+    (vault / "B.md").write_text("# B\n\nB cites [[Ghost]] for the second time.\n")
+    _, report, embedder = index(vault, tmp_path / "store", 1000)
+    assert report.notes_deleted == 1 and report.notes_indexed == 1
+    assert embedder.texts == len(stored_texts(config) - before)  # each new text once, none in between
+    owes_nothing(config)
+    fresh, _, _ = index(vault, tmp_path / "fresh", 1000)
+    assert snapshot(config) == snapshot(fresh)

@@ -4,10 +4,10 @@ fragments, flush LightRAG's stores, clear `pending`. A crash anywhere leaves `pe
 to redo. Extract-routed notes then go through LightRAG's extraction with their hint (index/extracting.py).
 
 A record that a later batch of the run touches again (a note's entity that notes of an earlier batch link to,
-a link target without a note, a hub) has its graph node or edge written in every batch that touches it but its
-vector only in the last one (`later_touches` reads those batches' links before they run): embedding is the
-costly write, and each earlier text would be replaced. Until then its vector stays owed in `pending` (on disk
-with the records to re-derive), and a stop between batches writes what is owed before the run ends.
+a link target without a note, a hub; a record a deleted note held) has its graph node or edge written at every
+step that touches it but its vector only at the last (`later_touches` reads the batches' links before they
+run): embedding is the costly write, and each earlier text would be replaced. Until then its vector stays
+owed in `pending` (on disk with the records to re-derive), and a stop between batches writes what is owed.
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ from wikirag.lightrag.tokens import get_encoding, lightrag_tokenizer
 from wikirag.lightrag.writer import StoreWriter
 from wikirag.llm.batch import BatchAPI
 from wikirag.settings import WikiragConfig
+
+Key = str | tuple[str, str]  # an entity name or a relation key
 
 
 async def run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: WikiragConfig,
@@ -66,19 +68,26 @@ async def _run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: Wik
     # With an LLM, hub descriptions get LightRAG's summary at the end of the run (index/summaries.py).
     summaries = Summaries.for_run(writer.rag, tokenizer, plan.llm_model if hinting else "")
     ledger.notes.load([*plan.deleted, *plan.to_process])  # the entries this run replaces, in one read
+    batch_size = max(1, config.index.batch_size)
+    todo = plan.to_process
+    last_touch = later_touches(plan, ledger, todo, batch_size)
+    before_batches = _touched_after(last_touch, -1)  # the steps before the batches leave these vectors to them
     # Finish what a crashed run promised before anything new.
     if not ledger.pending.empty():
-        await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report, summaries=summaries)
+        await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report, summaries=summaries,
+                            later=before_batches)
     switched = mode_changes(ledger, summaries)  # an LLM configured or removed since the last run
     if switched is not None:
         ledger.pending.merge(switched)
         ledger.save()
-        await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report, summaries=summaries)
+        await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report, summaries=summaries,
+                            later=before_batches)
     for path in plan.deleted:
         ledger.pending.merge(pending_for(ledger.notes.pop(path), None))
     if plan.deleted:
         ledger.save()
-        await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report, summaries=summaries)
+        await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report, summaries=summaries,
+                            later=before_batches)
     table = entity_names_table(plan.vault, plan.names, config.index.default_note_type) if hinting else None
     units_plan = None
     if hinting and table is not None:
@@ -91,25 +100,20 @@ async def _run_plan(writer: StoreWriter, ledger: Ledger, plan: Plan, config: Wik
             ledger.pending.merge(reclean(plan, ledger, table, plan.unchanged))
             ledger.meta["names_digest"] = plan.names_digest
             ledger.save()
-            await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report, summaries=summaries)
+            await apply_pending(writer, ledger, ledger.pending, plan, tokenizer, config, report, summaries=summaries,
+                                later=before_batches)
     if batch_api is not None and units_plan is not None:
         await run_batches(writer.rag, batch_api, plan, ledger, units_plan, config, report, progress, live, tokenizer,
                           lambda p: contribution_for(plan, p, tokenizer, config))
         if live is not None:
             live.begin()  # the live extraction that follows counts from here (cache hits)
-    batch_size = max(1, config.index.batch_size)
-    todo = plan.to_process
     done = 0
-    last_touch = later_touches(plan, ledger, todo, batch_size)
     for start in range(0, len(todo), batch_size):
         if should_stop is not None and should_stop():
             report.interrupted = True  # between batches the store and ledger agree: the rest waits
             break
         batch = todo[start : start + batch_size]
-        number = start // batch_size
-
-        def later(key: str | tuple[str, str], number: int = number) -> bool:
-            return last_touch.get(key, -1) > number
+        later = _touched_after(last_touch, start // batch_size)
         # Phase 1: structure (chunks, note entity, link relations) for every note of the batch.
         pending = Pending()
         contributions: dict[str, NoteContribution] = {}
@@ -186,13 +190,13 @@ def contribution_for(plan: Plan, path: str, tokenizer: Any, config: WikiragConfi
     )
 
 
-def later_touches(plan: Plan, ledger: Ledger, todo: list[str], batch_size: int) -> dict[str | tuple[str, str], int]:
+def later_touches(plan: Plan, ledger: Ledger, todo: list[str], batch_size: int) -> dict[Key, int]:
     """Entity names and relation keys -> the last batch (its number, from 0) that may touch them: a note's own
     entity, its links' targets and relations, and the fragments the ledger holds of it (a change removes them).
     Read from the links alone, without chunking. What extraction will find is unknown before it runs: such a
-    record is embedded in each batch that touches it, as it was before. Empty for a run of one batch."""
-    last: dict[str | tuple[str, str], int] = {}
-    for start in range(batch_size, len(todo), batch_size):
+    record is embedded in each batch that touches it, as it was before."""
+    last: dict[Key, int] = {}
+    for start in range(0, len(todo), batch_size):
         number = start // batch_size
         for path in todo[start : start + batch_size]:
             me = plan.names[path]
@@ -205,6 +209,11 @@ def later_touches(plan: Plan, ledger: Ledger, todo: list[str], batch_size: int) 
                 last.update(dict.fromkeys((f.name for f in old.entities), number))
                 last.update(dict.fromkeys((relation_key(r.src, r.tgt) for r in old.relations), number))
     return last
+
+
+def _touched_after(last_touch: dict[Key, int], number: int) -> Callable[[Key], bool]:
+    """Whether a batch after batch `number` (-1: the steps before the first) touches a record again."""
+    return lambda key: last_touch.get(key, -1) > number
 
 
 def pending_for(old: NoteEntry | None, new: NoteContribution | None) -> Pending:
@@ -224,7 +233,7 @@ def pending_for(old: NoteEntry | None, new: NoteContribution | None) -> Pending:
 async def apply_pending(writer: StoreWriter, ledger: Ledger, pending: Pending, plan: Plan, tokenizer: Any,
                  config: WikiragConfig, report: IndexReport,
                  computed: dict[str, NoteContribution] | None = None, *, summaries: Summaries | None = None,
-                 later: Callable[[str | tuple[str, str]], bool] | None = None) -> None:
+                 later: Callable[[Key], bool] | None = None) -> None:
     """Make the store match the ledger for everything `pending` names, flush, then clear it.
     `computed` holds contributions this run already derived (recovery re-derives the rest). Records that
     now need an LLM summary join the to-do list the run's last step works through. `later` says which
@@ -239,7 +248,7 @@ async def apply_pending(writer: StoreWriter, ledger: Ledger, pending: Pending, p
     await writer.delete_chunks(sorted(pending.delete_chunks))
     report.chunks_deleted += len(pending.delete_chunks)
 
-    def waits(key: str | tuple[str, str]) -> bool:
+    def waits(key: Key) -> bool:
         return later is not None and later(key)
 
     # owed vectors of records no batch touched since: their graph is current, their vector is due now
@@ -267,7 +276,7 @@ async def apply_pending(writer: StoreWriter, ledger: Ledger, pending: Pending, p
     report.relations_written += len(live_relations)
     report.relations_deleted += len(gone_relations)
     note_derived(ledger, summaries, entities, relations)
-    owed = Pending(entity_vectors=pending.entity_vectors - pending.entities - set(due_entities) | wait_entities,
-                   relation_vectors=pending.relation_vectors - pending.relations - set(due_relations) | wait_relations)
-    ledger.pending = owed
+    ledger.pending = Pending(  # cleared, but for the vectors still owed
+        entity_vectors=pending.entity_vectors - pending.entities - set(due_entities) | wait_entities,
+        relation_vectors=pending.relation_vectors - pending.relations - set(due_relations) | wait_relations)
     ledger.save()
