@@ -267,9 +267,10 @@ async def apply_pending(writer: StoreWriter, ledger: Ledger, pending: Pending, p
     live_relations = [merge_relation(k, relation_index[k]) for k in relations if k in relation_index]
     wait_relations = {(r["src_id"], r["tgt_id"]) for r in live_relations if waits((r["src_id"], r["tgt_id"]))}
     await writer.upsert_relations(live_relations, defer_vectors=wait_relations)
-    await writer.upsert_entity_vectors([merge_entity(n, entity_index[n]) for n in due_entities if n in entity_index])
-    await writer.upsert_relation_vectors([merge_relation(k, relation_index[k]) for k in due_relations
-                                          if k in relation_index])
+    if due := [merge_entity(n, entity_index[n]) for n in due_entities if n in entity_index]:
+        await writer.upsert_entity_vectors(due)
+    if due := [merge_relation(k, relation_index[k]) for k in due_relations if k in relation_index]:
+        await writer.upsert_relation_vectors(due)
     await writer.flush()
     report.entities_written += len(live_entities)
     report.entities_deleted += len(gone_entities)
