@@ -179,6 +179,8 @@ def apply_paths(vault: Vault, paths: set[str], reread: set[str] | None = None) -
     for rel in sorted(paths):
         abs_path = vault.root / rel
         if abs_path.is_dir():
+            if nfc(rel) in vault.notes or nfc(rel) in vault.attachments:  # a file replaced by a folder of its
+                _update_file(vault, rel, listings, reread)  # name (X.md -> X.md/): its one event is the folder's
             if any(rel.startswith(folder) for folder in walked):
                 continue
             walked.append(rel + "/")
