@@ -325,3 +325,17 @@ def test_a_file_replaced_by_a_folder_of_its_name_in_one_batch_is_forgotten(tmp_p
     (vault_dir / name).mkdir()
     (vault_dir / name / "Inside.md").write_text("Inside a folder named like a file; see [[Bombe]].\n")
     _applied_equals_loaded(vault_dir, held, {name, f"{name}/Inside.md"})
+
+
+@pytest.mark.parametrize("name", ["scan.bak", "4913", "draft.png~", "photo.png.part"])
+def test_an_embedded_file_named_like_an_editor_dropping_ends_as_a_fresh_index(tmp_path, name):
+    """`watch` ignores the events of editor droppings (backup, temp, probe files), yet the scan took such a file
+    for an attachment: `![[scan.bak]]` stayed unresolved under watch and resolved in a fresh index. The scan
+    leaves droppings out too now."""
+    vault = copy_vault(SAMPLE, tmp_path / "vault")
+    (vault / "Gallery.md").write_text(f"Picture: ![[{name}]]\n")
+    with Watcher(vault, tmp_path / "store") as watcher:
+        (vault / "attachments" / name).write_bytes(b"\x89PNG\r\n")
+        watcher.settle()
+    assert f"attachments/{name}" not in Vault.load(vault).attachments
+    assert snapshot(watcher.config) == fresh_snapshot(vault, tmp_path / "fresh")

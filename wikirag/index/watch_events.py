@@ -14,25 +14,18 @@ from typing import Any
 
 from watchdog.events import FileSystemEventHandler
 
-from wikirag.vault.ignore import APP_JSON, IgnoreRules
+from wikirag.vault.ignore import APP_JSON, IgnoreRules, dropping
 from wikirag.vault.model import Vault
 from wikirag.vault.on_disk import Listings, nfc, walk_folders
 from wikirag.vault.read import read_note, scan_files
 from wikirag.vault.symlinks import Symlinks
 
-# Editor and OS droppings that are never notes: swap, backup, temp and lock files.
-_IGNORED_SUFFIXES = (".swp", ".swo", ".swx", ".tmp", ".temp", ".crdownload", ".part", "~", ".bak")
-_IGNORED_NAMES = {".DS_Store", "Thumbs.db", "4913"}  # 4913: vim's write-permission probe file
-
 
 def ignored_path(rel: str) -> bool:
-    """True for paths the watcher never looks at (dot-folders like .obsidian and the store, temp files)."""
+    """True for paths the watcher never looks at (dot-folders like .obsidian and the store, editor droppings:
+    the scan leaves them out too)."""
     parts = rel.replace(os.sep, "/").split("/")
-    if any(p.startswith(".") for p in parts if p):
-        return True
-    name = parts[-1]
-    return (name in _IGNORED_NAMES or name.endswith(_IGNORED_SUFFIXES)
-            or (name.startswith("#") and name.endswith("#")) or name.startswith(".~lock."))
+    return any(p.startswith(".") for p in parts if p) or dropping(parts[-1])
 
 
 class EventCollector(FileSystemEventHandler):

@@ -1,6 +1,8 @@
 """Which vault paths wikirag leaves out: dot-files, Obsidian's "Excluded files", and `--exclude` globs.
 
 - Any path segment starting with "." (`.obsidian`, `.trash`, `.git`, `.wikirag`) is out, as in Obsidian.
+- Editor and OS droppings (`dropping`: backup, temp, lock files such as `x~`, `x.bak`, `4913`) are never notes or
+  attachments: `watch` ignores their events, so the scan leaves them out too.
 - Obsidian's Settings > Files and links > Excluded files is stored as `userIgnoreFilters` in
   `.obsidian/app.json`. Obsidian treats a plain entry as a case-sensitive prefix of the vault path
   (`Templates/` leaves out the folder; `Temp` also catches `Templates/`), and an entry written `/…/` as a
@@ -25,6 +27,18 @@ import pathspec
 from wikirag.models import ReadIssue
 
 APP_JSON = ".obsidian/app.json"
+
+# Editor and OS droppings: swap, backup, temp and lock files. 4913: vim's write-permission probe file.
+_DROPPING_SUFFIXES = (".swp", ".swo", ".swx", ".tmp", ".temp", ".crdownload", ".part", "~", ".bak")
+_DROPPING_NAMES = {".DS_Store", "Thumbs.db", "4913"}
+
+
+def dropping(rel: str) -> bool:
+    """True when the file at vault path `rel` is an editor's or the OS's dropping, never a note or attachment
+    (a folder of such a name is a folder like any other)."""
+    name = rel.rsplit("/", 1)[-1]
+    return (name in _DROPPING_NAMES or name.endswith(_DROPPING_SUFFIXES)
+            or (name.startswith("#") and name.endswith("#")) or name.startswith(".~lock."))
 
 
 class IgnoreRules:

@@ -19,7 +19,7 @@ from typing import Any
 from wikirag.errors import VaultNotFound
 from wikirag.markdown.parse import normalize_text
 from wikirag.models import ReadIssue
-from wikirag.vault.ignore import IgnoreRules
+from wikirag.vault.ignore import IgnoreRules, dropping
 from wikirag.vault.links import is_note
 from wikirag.vault.on_disk import Listings, find_on_disk, inside_folder, nfc
 from wikirag.vault.symlinks import Symlinks
@@ -229,7 +229,7 @@ def scan_files(root: Path, rules: IgnoreRules) -> ScanResult:
                 elif is_note(name) and not rules.file_ignored(rel):  # never opened (a pipe, or a link to one)
                     out.issues.append(ReadIssue(rel, NOT_REGULAR, True))
                 continue
-            if rules.file_ignored(rel):
+            if rules.file_ignored(rel) or dropping(name):  # a dropping, as `watch` ignores its events
                 continue
             if refused := path_refused(rel):
                 out.issues.append(refused)
