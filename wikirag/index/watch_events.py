@@ -4,6 +4,7 @@ bringing the in-memory vault up to date for those paths (`apply_paths`). `watch.
 
 from __future__ import annotations
 
+import bisect
 import os
 import stat
 import threading
@@ -169,6 +170,7 @@ def apply_paths(vault: Vault, paths: set[str], reread: set[str] | None = None) -
     # A folder moved in brings an event for each folder and file in it: each is read once, with the topmost.
     walked: list[str] = []  # the folders walked, each with a slash after it
     updated: set[str] = set()  # the files their walks brought up to date
+    held: list[str] = []  # the files the vault holds, sorted (listed once, after the first walk)
     for rel in sorted(paths):
         abs_path = vault.root / rel
         if abs_path.is_dir():
@@ -177,6 +179,7 @@ def apply_paths(vault: Vault, paths: set[str], reread: set[str] | None = None) -
             if any(rel.startswith(folder) for folder in walked):
                 continue
             walked.append(rel + "/")
+            found: set[str] = set()  # the files this walk found, in NFC as the vault holds them
             for dirpath, dirnames, filenames in walk_folders(abs_path):
                 dirnames[:] = [d for d in dirnames if not d.startswith(".")]
                 filenames = [f for f in filenames if not f.startswith(".")]
@@ -187,6 +190,18 @@ def apply_paths(vault: Vault, paths: set[str], reread: set[str] | None = None) -
                     if not ignored_path(child):
                         _update_file(vault, child, listings, reread)
                         updated.add(child)
+                        found.add(nfc(child))
+            # Files held under it that the walk did not find: a folder moved away and another made in its place
+            # names only the folder when the move's events for its files were lost (watchdog lists them by
+            # walking the destination, gone too when it moved on at once).
+            held = held or sorted((*vault.notes, *vault.attachments))
+            prefix = nfc(rel) + "/"
+            for path in held[bisect.bisect_left(held, prefix):]:
+                if not path.startswith(prefix):
+                    break
+                if path not in found:
+                    _update_file(vault, path, listings, reread)
+                    updated.add(path)
         elif rel not in updated:  # also a file gone, or every file under a removed/moved-away folder: another
             _update_file(vault, rel, listings, reread)  # spelling may remain
     return False
