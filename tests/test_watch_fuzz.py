@@ -4,14 +4,18 @@ Each example copies a few sample_vault notes and generated ones into a temp vaul
 (tests/test_watch.py's `Watcher`, the hashing embedding), and applies 5-25 random operations, with a random
 pause (0-0.3 s) after some of them so that some land in one batch and some across batches: create a note
 (links to existing and missing notes and aliases, aliases in its frontmatter, embeds of attachments), rewrite,
-append, delete, rename a note (same folder, other folder, case only), rename / move / delete a folder, create
+append, delete, rename a note (same folder, other folder, case only, to another extension and back), write and
+delete at once, rewrite keeping size and mtime, rename / move / delete a folder (case only, twice at once, out of
+the vault and back, replaced by another of its name), a burst of notes (staged outside and moved in), create
 the note an unresolved link names, add or remove an alias other notes link to, write or delete an attachment an
 embed points at, replace a note by a folder of its stem (or one named like the note), write invalid YAML or
-binary bytes, and edit `.obsidian/app.json`'s userIgnoreFilters. Then it waits until a batch took every change
-(`Watcher.settle`), stops the watcher and compares the store with a fresh `index` of the final vault.
+binary bytes, NFD names, frontmatter routes and titles, and edit `.obsidian/app.json` (filters, regexes, broken,
+deleted). Then it waits until a batch took every change (`Watcher.settle`), stops the watcher and compares the
+store with a fresh `index` of the final vault; then an `index` into the watched store (trusting the parse-cache
+rows the watch wrote) must leave it equal.
 
 The operations come from a seeded `random.Random`: each example is one seed, and a failure prints it and the
-operations it made. Examples: 3 seeds by default (fixed, ~20 s); WIKIRAG_FUZZ_EXAMPLES=N runs N seeds from
+operations it made. Examples: 3 seeds by default (fixed, ~12 s); WIKIRAG_FUZZ_EXAMPLES=N runs N seeds from
 WIKIRAG_WATCH_FUZZ_SEED (default 1000) on: `WIKIRAG_FUZZ_EXAMPLES=40 python -m pytest tests/test_watch_fuzz.py`.
 """
 
@@ -319,8 +323,49 @@ def nfd_name(f: Fuzz) -> str:
     return ascii(f.rel(path))
 
 
+def folder_shuffle(f: Fuzz) -> str:
+    """A folder moved twice at once, out of the vault (and maybe back), or replaced by another of its name."""
+    folders = f.folders()
+    if not folders:
+        return "nothing"
+    folder = f.rng.choice(folders)
+    how = f.rng.choice(["chain", "out", "out and back", "replace"])
+    outside = f.vault.parent / f"outside {f.step}"
+    if how == "chain":
+        middle, target = folder.parent / f"Via {f.step}", f.vault / f"Chained {f.step}"
+        folder.rename(middle)
+        middle.rename(target)
+        return f"chain {f.rel(folder)} -> {f.rel(target)}"
+    if how == "replace":
+        shutil.rmtree(folder)
+    else:
+        folder.rename(outside)
+        if how == "out and back":
+            outside.rename(f.vault / f"Back {f.step}")
+            return f"out and back {f.rel(folder)} -> Back {f.step}"
+    if f.rng.random() < 0.7:
+        folder.mkdir()
+        for _ in range(f.rng.randint(1, 3)):
+            (folder / f"Gen {f.rng.randint(0, 30)}.md").write_text(f.text())
+    return f"{how} {f.rel(folder)}"
+
+
+def burst(f: Fuzz) -> str:
+    """Many notes written at once into a folder, maybe staged outside and moved in (a sync tool, a checkout)."""
+    staged = f.rng.random() < 0.5
+    target = f.vault / f"Burst {f.step}"
+    folder = f.vault.parent / f"staging {f.step}" if staged else target
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(f.rng.randint(3, 15)):
+        (folder / f"{f.rng.choice(['Gen', 'Burst'])} {i}.md").write_text(f.text())
+    if staged:
+        folder.rename(target)
+    return f"{'staged ' if staged else ''}{f.rel(target)}"
+
+
 OPERATIONS = [create, create, create_unresolved, rewrite, append, delete, rename, rename, folder_op, alias,
-              alias, attachment, note_to_folder, bad_bytes, app_json, unnote, same_stat, route, nfd_name]
+              alias, attachment, note_to_folder, bad_bytes, app_json, unnote, same_stat, route, nfd_name,
+              folder_shuffle, folder_shuffle, burst]
 
 
 def starting_vault(rng: random.Random, vault: Path) -> Fuzz:
