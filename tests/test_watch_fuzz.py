@@ -1,18 +1,18 @@
 """A `watch` fuzzer: random live edit sequences while a real watcher runs, then the store equals a fresh index.
 
 Each example copies a few sample_vault notes and generated ones into a temp vault, starts the watcher
-(tests/test_watch.py's `Watcher`, the hashing embedding), and applies 5-25 random operations, with a random
-pause (0-0.3 s) after some of them so that some land in one batch and some across batches: create a note
-(links to existing and missing notes and aliases, aliases in its frontmatter, embeds of attachments), rewrite,
-append, delete, rename a note (same folder, other folder, case only, to another extension and back), write and
-delete at once, rewrite keeping size and mtime, rename / move / delete a folder (case only, twice at once, out of
-the vault and back, replaced by another of its name), a burst of notes (staged outside and moved in), create
-the note an unresolved link names, add or remove an alias other notes link to, write or delete an attachment an
-embed points at, replace a note by a folder of its stem (or one named like the note), write invalid YAML or
-binary bytes, NFD names, frontmatter routes and titles, and edit `.obsidian/app.json` (filters, regexes, broken,
-deleted). Then it waits until a batch took every change (`Watcher.settle`), stops the watcher and compares the
-store with a fresh `index` of the final vault; then an `index` into the watched store (trusting the parse-cache
-rows the watch wrote) must leave it equal.
+(tests/test_watch.py's `Watcher`, the hashing embedding), and applies 5-25 random operations, with a random pause
+after some of them (0-0.3 s, or past the watcher's 0.3 s quiet time) so that some land in one batch, some across
+batches and some while a batch runs: create a note (links to existing and missing notes and aliases, aliases in its
+frontmatter, embeds of attachments), rewrite, append, delete, rename a note (same folder, other folder, case only,
+to another extension and back), write and delete at once, rewrite keeping size and mtime, rename / move / delete a
+folder (case only, twice at once, out of the vault and back, replaced by another of its name), a burst of notes
+(staged outside and moved in), create the note an unresolved link names, add or remove an alias other notes link to,
+write or delete an attachment an embed points at, replace a note by a folder of its stem (or one named like the
+note), write invalid YAML or binary bytes, NFD names, frontmatter routes and titles, and edit `.obsidian/app.json`
+(filters, regexes, broken, deleted). Then it waits until a batch took every change (`Watcher.settle`), stops the
+watcher and compares the store with a fresh `index` of the final vault; then an `index` into the watched store
+(trusting the parse-cache rows the watch wrote) must leave it equal.
 
 The operations come from a seeded `random.Random`: each example is one seed, and a failure prints it and the
 operations it made. Examples: 3 seeds by default (fixed, ~12 s); WIKIRAG_FUZZ_EXAMPLES=N runs N seeds from
@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 
 from tests.storekit import HashEmbedding, copy_vault, snapshot
-from tests.test_watch import SAMPLE, Watcher, fresh_snapshot
+from tests.test_watch import QUIET, SAMPLE, Watcher, fresh_snapshot
 from wikirag.index.run import run_index
 from wikirag.index.watch_events import apply_paths
 from wikirag.vault.model import Vault
@@ -101,8 +101,11 @@ class Fuzz:
         self.log.append(f"{kind.__name__}: {done}")
 
     def pause(self) -> None:
-        if self.rng.random() < 0.5:
-            seconds = round(self.rng.uniform(0, 0.3), 2)
+        """None, short (most often in the same batch: the watcher waits for QUIET s with no event), or past QUIET,
+        so that a batch starts and the next changes land while it runs."""
+        draw = self.rng.random()
+        if draw < 0.6:
+            seconds = round(self.rng.uniform(0, QUIET) if draw < 0.4 else self.rng.uniform(QUIET, 3 * QUIET), 2)
             time.sleep(seconds)
             self.log.append(f"sleep {seconds}")
 
