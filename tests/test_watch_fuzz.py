@@ -17,6 +17,8 @@ watcher and compares the store with a fresh `index` of the final vault; then an 
 The operations come from a seeded `random.Random`: each example is one seed, and a failure prints it and the
 operations it made. Examples: 3 seeds by default (fixed, ~12 s); WIKIRAG_FUZZ_EXAMPLES=N runs N seeds from
 WIKIRAG_WATCH_FUZZ_SEED (default 1000) on: `WIKIRAG_FUZZ_EXAMPLES=40 python -m pytest tests/test_watch_fuzz.py`.
+WIKIRAG_WATCH_FUZZ_OUT_AND_BACK=1 adds folders moved out of the vault and straight back (a known watchdog loss).
+A seed replays the same operations only with the same operation list: adding one changes every seed's run.
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ EXAMPLES = int(os.environ.get("WIKIRAG_FUZZ_EXAMPLES", "0") or 0)
 FIRST_SEED = int(os.environ.get("WIKIRAG_WATCH_FUZZ_SEED", "1000") or 1000)
 SEEDS = list(range(FIRST_SEED, FIRST_SEED + EXAMPLES)) if EXAMPLES else [1, 2, 3]
 
+# A folder moved out of the vault and straight back in loses its watch in watchdog (see the xfail test below):
+# left out of the random operations unless asked for, so that long runs find other bugs.
+OUT_AND_BACK = bool(os.environ.get("WIKIRAG_WATCH_FUZZ_OUT_AND_BACK"))
 KEPT = ["people/Alan Turing.md", "people/Tommy Flowers.md", "projects/Bombe.md", "concepts/Enigma.md",
         "projects/Enigma.md", "Index.md"]
 FOLDERS = ["", "people", "projects", "concepts", "notes", "notes/deep"]
@@ -332,7 +337,7 @@ def folder_shuffle(f: Fuzz) -> str:
     if not folders:
         return "nothing"
     folder = f.rng.choice(folders)
-    how = f.rng.choice(["chain", "out", "out and back", "replace"])
+    how = f.rng.choice(["chain", "out", "replace"] + (["out and back"] if OUT_AND_BACK else []))
     outside = f.vault.parent / f"outside {f.step}"
     if how == "chain":
         middle, target = folder.parent / f"Via {f.step}", f.vault / f"Chained {f.step}"
@@ -383,7 +388,8 @@ def starting_vault(rng: random.Random, vault: Path) -> Fuzz:
     return fuzz
 
 
-def run_example(seed: int, root: Path) -> tuple[dict, dict, list[str]]:
+def run_example(seed: int, root: Path) -> tuple[dict, dict, dict, list[str]]:
+    """The watched store's snapshot, a fresh index's, the watched store's after an `index` into it, and the log."""
     rng = random.Random(seed)
     fuzz = starting_vault(rng, root / "vault")
     with Watcher(fuzz.vault, root / "store") as watcher:
@@ -393,10 +399,8 @@ def run_example(seed: int, root: Path) -> tuple[dict, dict, list[str]]:
         watcher.settle()
     watched = snapshot(watcher.config)
     fresh = fresh_snapshot(fuzz.vault, root / "fresh")
-    if watched == fresh:  # an index after the watch, trusting the parse cache's rows the watch wrote, keeps it
-        run_index(watcher.config, embedding_func=HashEmbedding().func())
-        watched = snapshot(watcher.config)
-    return watched, fresh, fuzz.log
+    run_index(watcher.config, embedding_func=HashEmbedding().func())  # trusts the parse-cache rows the watch wrote
+    return watched, fresh, snapshot(watcher.config), fuzz.log
 
 
 def diff(got: dict, want: dict) -> str:
@@ -415,8 +419,9 @@ def diff(got: dict, want: dict) -> str:
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_random_live_edits_end_equal_to_a_fresh_index(seed, tmp_path):
-    got, want, log = run_example(seed, tmp_path)
-    assert got == want, f"seed {seed}: {diff(got, want)}\n" + "\n".join(log)
+    watched, fresh, indexed, log = run_example(seed, tmp_path)
+    assert watched == fresh, f"seed {seed}: {diff(watched, fresh)}\n" + "\n".join(log)
+    assert indexed == fresh, f"seed {seed}, an index after the watch: {diff(indexed, fresh)}\n" + "\n".join(log)
 
 
 # --- what the fuzzer found, as deterministic repros of one batch (apply_paths, no watcher, no timing) ---------
@@ -474,3 +479,21 @@ def test_a_folder_moved_away_and_made_again_in_one_batch_loses_the_notes_it_no_l
     (vault_dir / "notes" / "Enigma.md").write_text("Another note where the folder was.\n")
     _applied_equals_loaded(vault_dir, held, {"notes", "notes/Enigma.md", "Moved 16", "Moved 16/Gen 20.md",
                                              "Moved 16/deep", "Moved 16/deep/Gen 16.md"})
+
+
+@pytest.mark.xfail(reason="watchdog 7.1.1 (inotify) drops the watch of a folder moved out of the watched tree and "
+                          "straight back in: later saves in it bring no event (seeds 4047, 4057, 4082)", strict=False)
+def test_a_folder_moved_out_of_the_vault_and_straight_back_keeps_being_watched(tmp_path):
+    """Seeds 4047, 4057, 4082 (with WIKIRAG_WATCH_FUZZ_OUT_AND_BACK=1): `people/` moved out of the vault and at
+    once back in as `Back/` (a restore from the trash). Watchdog handles the unpaired move out after the move
+    back in and drops the inotify watch the new path shares with the old (same inode: "RuntimeWarning: Callback
+    with id ... already exists for watch"), so a note saved in `Back/` afterwards brings no event and the store
+    keeps its old text. Not fixed here: the watch loop cannot tell a lost watch from a quiet folder."""
+    vault = copy_vault(SAMPLE, tmp_path / "vault")
+    with Watcher(vault, tmp_path / "store") as watcher:
+        (vault / "people").rename(tmp_path / "trash")
+        (tmp_path / "trash").rename(vault / "Back")
+        watcher.settle()
+        (vault / "Back" / "Alan Turing.md").write_text("Rewritten after the folder came back; see [[Bombe]].\n")
+        watcher.settle()
+    assert snapshot(watcher.config) == fresh_snapshot(vault, tmp_path / "fresh")
