@@ -71,6 +71,11 @@ class Fuzz:
         return sorted(p for p in self.vault.rglob("*") if p.is_dir() and not _hidden(p, self.vault)
                       and not p.name.startswith("settle-fence"))
 
+    def pick_note(self) -> Path | None:
+        """A note of the vault at random (None in a vault of none), drawn as every operation draws one."""
+        notes = self.notes()
+        return self.rng.choice(notes) if notes else None
+
     def rel(self, path: Path) -> str:
         return path.relative_to(self.vault).as_posix()
 
@@ -145,38 +150,34 @@ def create_unresolved(f: Fuzz) -> str:
 
 
 def rewrite(f: Fuzz) -> str:
-    notes = f.notes()
-    if not notes:
+    note = f.pick_note()
+    if note is None:
         return create(f)
-    note = f.rng.choice(notes)
     note.write_text(f.text())
     return f.rel(note)
 
 
 def append(f: Fuzz) -> str:
-    notes = f.notes()
-    if not notes:
+    note = f.pick_note()
+    if note is None:
         return create(f)
-    note = f.rng.choice(notes)
     with note.open("a") as out:
         out.write("\n" + f.body())
     return f.rel(note)
 
 
 def delete(f: Fuzz) -> str:
-    notes = f.notes()
-    if not notes:
+    note = f.pick_note()
+    if note is None:
         return "nothing"
-    note = f.rng.choice(notes)
     note.unlink()
     return f.rel(note)
 
 
 def rename(f: Fuzz) -> str:
-    notes = f.notes()
-    if not notes:
+    note = f.pick_note()
+    if note is None:
         return "nothing"
-    note = f.rng.choice(notes)
     how = f.rng.choice(["same folder", "other folder", "case"])
     if how == "case":
         target = note.with_name(note.stem.swapcase() + note.suffix)
@@ -210,10 +211,9 @@ def folder_op(f: Fuzz) -> str:
 
 
 def alias(f: Fuzz) -> str:
-    notes = f.notes()
-    if not notes:
+    note = f.pick_note()
+    if note is None:
         return "nothing"
-    note = f.rng.choice(notes)
     text = note.read_text(errors="replace")
     body = text.split("---\n", 2)[2] if text.startswith("---\n") and text.count("---\n") >= 2 else text
     if f.rng.random() < 0.5:
@@ -235,10 +235,9 @@ def attachment(f: Fuzz) -> str:
 
 
 def note_to_folder(f: Fuzz) -> str:
-    notes = f.notes()
-    if not notes:
+    note = f.pick_note()
+    if note is None:
         return "nothing"
-    note = f.rng.choice(notes)
     note.unlink()
     folder = note.with_suffix("") if f.rng.random() < 0.6 else note  # X/ or a folder named X.md
     if folder.exists():
@@ -278,10 +277,9 @@ def app_json(f: Fuzz) -> str:
 
 def unnote(f: Fuzz) -> str:
     """A note renamed to another extension and back, or written and deleted at once."""
-    notes = f.notes()
-    if not notes:
+    note = f.pick_note()
+    if note is None:
         return create(f)
-    note = f.rng.choice(notes)
     how = f.rng.choice(["to txt", "to png and back", "flash"])
     if how == "flash":
         path = f.new_path()
@@ -312,10 +310,9 @@ def same_stat(f: Fuzz) -> str:
 
 
 def route(f: Fuzz) -> str:
-    notes = f.notes()
-    if not notes:
+    note = f.pick_note()
+    if note is None:
         return "nothing"
-    note = f.rng.choice(notes)
     text = note.read_text(errors="replace")
     key = f.rng.choice(["wikirag: skip", "wikirag: inject", f"title: Retitled {f.step}", "tags: [x]"])
     note.write_text(f"---\n{key}\n---\n{text}")
