@@ -29,15 +29,10 @@ def vault_workspace(vault: Path, store: Path, *, own_store: bool) -> str:
     name = workspace_name(vault)
     if not own_store:
         return name
-    try:
-        if not store.resolve().is_relative_to(vault.resolve()):
-            return name
-        entries = list(store.iterdir())
-        if any(c.name == name for c in entries):
-            return name
-        built = [c for c in entries if c.is_dir() and not c.is_symlink() and _holds_index(c)]
-    except OSError:  # no store yet, or unreadable: the checks that follow say so
+    entries = _own_store_entries(vault, store)
+    if any(c.name == name for c in entries):
         return name
+    built = _indexes(entries)
     if len(built) == 1 and _WORKSPACE_NAME.fullmatch(built[0].name) and _left_by(built[0], vault):
         return built[0].name
     return name
@@ -69,11 +64,22 @@ def _left_by(folder: Path, vault: Path) -> bool:
 def other_workspaces(vault: Path, store: Path, workspace: str) -> list[str]:
     """The indexes a vault's own store (one inside the vault) holds besides `workspace`: left there when the
     vault folder was renamed while the store held another (or by an older wikirag, which kept none)."""
+    return sorted(c.name for c in _indexes(_own_store_entries(vault, store)) if c.name != workspace)
+
+
+def _own_store_entries(vault: Path, store: Path) -> list[Path]:
+    """What a store inside the vault holds; nothing for a store outside it (several vaults may share that one:
+    the others' indexes are theirs), none yet, or one that cannot be read (the checks that follow say so)."""
     try:
-        if not store.resolve().is_relative_to(vault.resolve()):
-            return []  # a store shared by several vaults: the others are theirs
-        return sorted(c.name for c in store.iterdir()
-                      if c.name != workspace and c.is_dir() and not c.is_symlink() and _holds_index(c))
+        return list(store.iterdir()) if store.resolve().is_relative_to(vault.resolve()) else []
+    except OSError:
+        return []
+
+
+def _indexes(entries: list[Path]) -> list[Path]:
+    """The folders among `entries` that hold an index (none when one of them cannot be read)."""
+    try:
+        return [c for c in entries if c.is_dir() and not c.is_symlink() and _holds_index(c)]
     except OSError:
         return []
 
