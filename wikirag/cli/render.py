@@ -368,9 +368,10 @@ def render_search_result(result: SearchResult, console: Console | None = None) -
         if crumbs and crumbs[0] == hit.title:  # the breadcrumb opens with the title shown before it
             crumbs = crumbs[1:]
         where = "".join(f" › {c}" for c in crumbs)
-        console.print(RichText.assemble((f"{rank:>2}. ", "bold"), (shown(hit.title), "bold cyan"),
-                                        (shown(where), "cyan"), (f"  {shown(hit.path)}", "dim"),
-                                        (f"  [{', '.join(hit.matched_by)}]", "dim")))
+        head = RichText.assemble((shown(hit.title), "bold cyan"), (shown(where), "cyan"),
+                                 (f"  {shown(hit.path)}", "dim"), (f"  [{', '.join(hit.matched_by)}]", "dim"))
+        for i, line in enumerate(head.wrap(console, max(20, console.width - 4))):  # a long title: hanging indent
+            console.print(RichText.assemble((f"{rank:>2}. " if i == 0 else "    ", "bold"), line))
         for passage in hit.passages:  # indented on every wrapped line, not only the first
             lines = _indented(shown(" ".join(passage.split())), console.width)
             console.print(RichText(lines), overflow="fold")
