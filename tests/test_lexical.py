@@ -10,7 +10,8 @@ import pytest
 
 from wikirag.index.bm25 import bm25_weights
 from wikirag.index.ledger import NoteEntry, NoteTable
-from wikirag.index.lexical import build_index, cjk_letter_share, dirty_notes, load_index, sync_search_files, tokenize
+from wikirag.index.lexical import build_index, cjk_letter_share, load_index, tokenize
+from wikirag.index.lexical_sync import dirty_notes, sync_search_files
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_vault"
 QUERIES = ["attention memory", "spaced repetition cards", "zebra", "the", "graph of notes", "memory memory loop"]

@@ -167,7 +167,10 @@ def test_cli_query_prints_fused_sources_and_no_fusion_lightrags(sample_store, fa
 
 @pytest.mark.parametrize("name, vault", [("sample_vault", SAMPLE),
                                          ("data_engineering_wiki", CORPUS / "data-engineering-wiki"),
-                                         ("obsidian_tasks_docs", CORPUS / "obsidian-tasks-docs")])
+                                         ("data_engineering_wiki_2", CORPUS / "data-engineering-wiki"),
+                                         ("obsidian_tasks_docs", CORPUS / "obsidian-tasks-docs"),
+                                         ("mathwiki", CORPUS / "mathwiki"),
+                                         ("oldwinter_cards", CORPUS / "oldwinter-cards")])
 def test_benchmark_questions_point_at_existing_notes(name, vault):
     if not vault.is_dir():
         pytest.skip(f"{vault} is not here (set WIKIRAG_CORPUS to the shared corpus)")

@@ -3,7 +3,8 @@
 import asyncio
 
 from tests.test_lexical import _Ledger, _put, _Rag
-from wikirag.index.lexical import load_index, sync_search_files, tokenize
+from wikirag.index.lexical import load_index, tokenize
+from wikirag.index.lexical_sync import sync_search_files
 from wikirag.markdown.searchable import searchable_text
 
 

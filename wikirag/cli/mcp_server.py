@@ -49,11 +49,13 @@ def output_model(cls: type, name: str, *, types: dict[str, Any] | None = None, *
     return create_model(name, **fields)
 
 
-Hit = output_model(SearchHit, "Hit", matched_by="rankings that found it: names, lexical (BM25), lightrag",
+Hit = output_model(SearchHit, "Hit", matched_by="rankings that found it: names, lexical (BM25), lightrag, graph, "
+                   "anchor (what other notes say where they link to it)",
                    heading="the section of the best passage, as 'Title > Section'")
 SearchOut = output_model(SearchResult, "SearchOut", types={"hits": list[Hit]})
 Source = output_model(retrieve.Source, "Source",
-                      found_by="lightrag (its context), lexical (BM25), names (named in the question)")
+                      found_by="lightrag (its context), lexical (BM25), names (named in the question), graph, "
+                      "anchor (what other notes say where they link to it)")
 NoteOut = output_model(NoteText, "NoteOut", next_offset="call again with offset = next_offset for the rest; "
                        "null: the content reaches the end of the note")
 LinkOut = output_model(Link, "LinkOut", origin="link: from wikilinks/frontmatter; llm: extracted")

@@ -300,6 +300,12 @@ def link_description(src: str, tgt: str, link: WikiLink) -> str:
     return f"{src} {verb} {tgt} in its {where}."
 
 
+def is_link_stand_in(src: str, tgt: str, description: str) -> bool:
+    """Whether a relation description is `link_description`'s stand-in for a link with no sentence of its own
+    ("A refers to B in its body."): words about where the link sits, none about B."""
+    return description.startswith((f"{src} refers to {tgt} in its ", f"{src} embeds {tgt} in its "))
+
+
 def note_contribution(
     note: ParsedNote,
     outgoing: Iterable[tuple[WikiLink, Resolution]],

@@ -1,11 +1,12 @@
 """The lexical side of retrieval: a BM25 index of the store's chunks, and the names rows queries read.
 
 Both are derived files in the workspace folder, brought in step with the store after every `index`/`watch`
-run (`sync_after_run`), so a crash can only leave them one run behind, never wrong for long:
+run (index.lexical_sync), so a crash can only leave them one run behind, never wrong for long:
 - `wikirag_lexical.npz`: per chunk its id, note and heading, its token ids, per note the digest of its chunks
   as of the last sync (so a run re-reads and re-tokenizes only the notes whose chunks changed), and the BM25
   term x chunk weights (CSC, bm25s's Lucene formula recomputed from the arrays by index.bm25). Queries read
-  the weights with numpy alone: scoring is a sum over the question's terms.
+  the weights with numpy alone: scoring is a sum over the question's terms. The same file holds the anchor
+  text indexes (index.anchors), in the same form.
 - the names and links rows (index.search_rows, in `wikirag_index.sqlite`), with `wikirag_names.json` as
   their head: the last run, and an mtime that tells a warm engine to read them again.
 
@@ -28,19 +29,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import orjson
 
 from wikirag.index.bm25 import bm25_weights, splice
-from wikirag.index.search_rows import TABLE_ROWS_VERSION, sync_rows
-from wikirag.markdown.searchable import searchable_text
 from wikirag.storage.fs import atomic_write_bytes
-from wikirag.vault.memory import cyclic_gc_paused
 
 LEXICAL_FILENAME = "wikirag_lexical.npz"
 NAMES_FILENAME = "wikirag_names.json"
 OLD_LINKS_FILENAME = "wikirag_links.json"  # deleted by the first sync that writes search_rows
-LEXICAL_VERSION = 4  # 2: per-note chunk digests (incremental sync); 3: chunks tokenized as searchable_text;
-# 4: searchable_text leaves code as written and takes HTML elements only as tags
+LEXICAL_VERSION = 5  # 2: per-note chunk digests (incremental sync); 3: chunks tokenized as searchable_text;
+# 4: searchable_text leaves code as written and takes HTML elements only as tags; 5: anchor text (index.anchors)
 BM25_K1, BM25_B = 1.5, 0.75
 
 CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
@@ -124,6 +121,10 @@ class LexicalIndex:
     indptr: np.ndarray
     # per note its chunks' digest when last synced (index.ledger.chunks_digest): what the next sync compares
     note_keys: dict[str, str] = field(default_factory=dict)
+    # anchor text (index.anchors): BM25 per linked name, what queries score; and the per-link-pair rows it is
+    # regrouped from, which only a sync reads (None when loaded for queries)
+    anchors: LexicalIndex | None = None
+    anchor_pairs: LexicalIndex | None = None
     _vocab_index: dict[str, int] | None = None
     _note_tokens: dict[str, int] | None = None
     _cjk_pairs: dict[str, list[int]] | None = None
@@ -205,171 +206,73 @@ def update_index(old: LexicalIndex, rows: list[tuple[str, str, str]], added: lis
                         offsets, data, indices, indptr, dict(note_keys or {}))
 
 
-def save_index(index: LexicalIndex, workspace_dir: Path) -> None:
-    buffer = io.BytesIO()
+def _arrays(index: LexicalIndex, prefix: str) -> dict[str, np.ndarray]:
     keys = sorted(index.note_keys.items())
-    np.savez(buffer, meta=np.frombuffer(json.dumps({"version": LEXICAL_VERSION, "chunks": index.size,
-                                                    "vocab": len(index.vocab), "notes": len(keys)}).encode(),
-                                        dtype=np.uint8),
-             chunk_ids=_join(index.chunk_ids), chunk_paths=_join(index.chunk_paths), headings=_join(index.headings),
-             vocab=_join(index.vocab), token_ids=index.token_ids, offsets=index.offsets, data=index.data,
-             indices=index.indices, indptr=index.indptr, note_paths=_join([p for p, _ in keys]),
-             note_keys=_join([k for _, k in keys]))
+    meta = {"chunks": index.size, "vocab": len(index.vocab), "notes": len(keys)}
+    return {f"{prefix}{name}": value for name, value in (
+        ("meta", np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)),
+        ("chunk_ids", _join(index.chunk_ids)), ("chunk_paths", _join(index.chunk_paths)),
+        ("headings", _join(index.headings)), ("vocab", _join(index.vocab)), ("token_ids", index.token_ids),
+        ("offsets", index.offsets), ("data", index.data), ("indices", index.indices), ("indptr", index.indptr),
+        ("note_paths", _join([p for p, _ in keys])), ("note_keys", _join([k for _, k in keys])))}
+
+
+def _from_arrays(npz: Any, prefix: str) -> LexicalIndex:
+    meta = json.loads(npz[f"{prefix}meta"].tobytes())
+    n, v, k = meta["chunks"], meta["vocab"], meta["notes"]
+
+    def member(name: str) -> Any:
+        return npz[f"{prefix}{name}"]
+
+    keys = dict(zip(_split(member("note_paths"), k), _split(member("note_keys"), k), strict=True))
+    return LexicalIndex(_split(member("chunk_ids"), n), _split(member("chunk_paths"), n),
+                        _split(member("headings"), n), _split(member("vocab"), v), member("token_ids"),
+                        member("offsets"), member("data"), member("indices"), member("indptr"), keys)
+
+
+def save_index(index: LexicalIndex, workspace_dir: Path) -> None:
+    """The chunk index and, when it has them, its anchor text indexes, in one file written atomically."""
+    arrays = _arrays(index, "")
+    for prefix, part in (("anchor_", index.anchors), ("anchor_pairs_", index.anchor_pairs)):
+        if part is not None:
+            arrays.update(_arrays(part, prefix))
+    arrays["version"] = np.array([LEXICAL_VERSION])
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
     atomic_write_bytes(workspace_dir / LEXICAL_FILENAME, buffer.getvalue())
 
 
 _DAMAGED = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile)  # what np.load raises on a broken file
 
 
-def load_index(workspace_dir: Path) -> LexicalIndex | None:
-    """The saved index, or None when there is none, it is damaged, or it is from another version (the next
-    run rebuilds it in all three cases)."""
+def load_index(workspace_dir: Path, *, pairs: bool = False) -> LexicalIndex | None:
+    """The saved index (with its anchor text; `pairs`: also the rows a sync regroups), or None when there is
+    none, it is damaged, or it is from another version (the next run rebuilds it in all three cases)."""
     path = workspace_dir / LEXICAL_FILENAME
     if not path.is_file():
         return None
     try:
         with np.load(path) as npz:
-            meta = json.loads(npz["meta"].tobytes())
-            if meta.get("version") != LEXICAL_VERSION:
+            if _version(npz) != LEXICAL_VERSION:
                 return None
-            n, v, k = meta["chunks"], meta["vocab"], meta["notes"]
-            keys = dict(zip(_split(npz["note_paths"], k), _split(npz["note_keys"], k), strict=True))
-            return LexicalIndex(_split(npz["chunk_ids"], n), _split(npz["chunk_paths"], n),
-                                _split(npz["headings"], n), _split(npz["vocab"], v), npz["token_ids"],
-                                npz["offsets"], npz["data"], npz["indices"], npz["indptr"], keys)
+            index = _from_arrays(npz, "")
+            if "anchor_meta" in npz.files:
+                index.anchors = _from_arrays(npz, "anchor_")
+            if pairs and "anchor_pairs_meta" in npz.files:
+                index.anchor_pairs = _from_arrays(npz, "anchor_pairs_")
+            return index
     except _DAMAGED:
         return None
 
 
-# --- keeping both files in step with the store ------------------------------------------------------
+def _version(npz: Any) -> int | None:
+    return int(npz["version"][0]) if "version" in npz.files else None
 
 
-def search_files_ready(workspace_dir: Path) -> bool:
-    """The index and the names head are there and of this version (an older one makes even an unchanged run
-    sync)."""
-    path = workspace_dir / LEXICAL_FILENAME
-    head = _read_json(workspace_dir / NAMES_FILENAME)
-    if not (path.is_file() and isinstance(head, dict) and head.get("rows") == TABLE_ROWS_VERSION):
-        return False
+def index_file_current(workspace_dir: Path) -> bool:
+    """The index file is there, readable and of this version (reads its small version member only)."""
     try:
-        with np.load(path) as npz:  # reads the small meta member only
-            return json.loads(npz["meta"].tobytes()).get("version") == LEXICAL_VERSION
+        with np.load(workspace_dir / LEXICAL_FILENAME) as npz:
+            return _version(npz) == LEXICAL_VERSION
     except _DAMAGED:
         return False
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        return orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return None
-
-
-def _heading_text(heading: Any) -> str:
-    if isinstance(heading, dict):
-        parts = [*heading.get("parent_headings", []), heading.get("heading", "")]
-        return " > ".join(str(p) for p in parts if p)
-    return str(heading or "")
-
-
-def _note_key(notes: Any, path: str) -> str:
-    """What the index records of a note's chunks: their digest (ids, order, headings, path), read without
-    decoding the note's ledger row; the chunk ids for an entry from before chunk digests."""
-    row = notes.summary(path)
-    return row.chunk_digest or " ".join(notes[path].chunk_ids)
-
-
-async def _fetch_chunks(rag: Any, ids: list[str]) -> dict[str, tuple[str, list[str]]]:
-    """Heading text and search tokens of chunks, read from LightRAG's chunk store (any backend)."""
-    out: dict[str, tuple[str, list[str]]] = {}
-    for start in range(0, len(ids), 1000):
-        batch = ids[start:start + 1000]
-        for cid, record in zip(batch, await rag.text_chunks.get_by_ids(batch), strict=True):
-            if record:
-                heading = _heading_text(record.get("heading"))
-                text = searchable_text(str(record.get("content", "")))  # no comments, math, URLs, HTML tags
-                out[cid] = (heading, tokenize(f"{heading}\n{text}"))
-    return out
-
-
-async def sync_search_files(rag: Any, ledger: Any, workspace_dir: Path, last_run: dict[str, Any] | None = None,
-                            old: LexicalIndex | None = None, dirty: set[str] | None = None,
-                            keys: dict[str, str] | None = None) -> tuple[int, int]:
-    """Bring the lexical index and the names and links rows in step with the ledger's chunks.
-
-    The index records each note's chunk digest as of its last sync: notes whose digest differs (`dirty`, or
-    all without an `old` index) have their chunks read from LightRAG's store and tokenized again; the others
-    keep their tokens, and the weights are recomputed from the arrays (index.bm25). A note with a chunk
-    missing from the store is recorded unsynced, so the next run tries again. `keys`: the ledger's `note_keys`
-    when the caller has them. Returns the store's record counts (index.search_rows.sync_rows).
-    """
-    notes = ledger.notes
-    keys = dict(keys) if keys is not None else note_keys(ledger)  # a copy: unsynced notes are blanked below
-    if old is None or dirty is None:
-        old = build_index([])
-        dirty = set(keys)
-    position = {cid: i for i, cid in enumerate(old.chunk_ids)}
-    kept: dict[str, list[str]] = {}  # a note not dirty has the chunks the index holds for it
-    for cid, path in zip(old.chunk_ids, old.chunk_paths, strict=True):
-        kept.setdefault(path, []).append(cid)
-    notes.load(dirty)
-    wanted = [(cid, path) for path in sorted(keys)
-              for cid in (notes[path].chunk_ids if path in dirty else kept.get(path, []))]
-    fetched = await _fetch_chunks(rag, [cid for cid, path in wanted if path in dirty or cid not in position])
-    rows: list[tuple[str, str, str]] = []
-    added: list[list[str]] = []
-    layout: list[int] = []
-    for cid, path in wanted:
-        if path not in dirty and cid in position:
-            i = position[cid]
-            layout.append(i)
-            rows.append((cid, path, old.headings[i]))
-        elif cid in fetched:
-            heading, tokens = fetched[cid]
-            layout.append(-1 - len(added))
-            added.append(tokens)
-            rows.append((cid, path, heading))
-        else:
-            keys[path] = ""
-    save_index(update_index(old, rows, added, layout, keys), workspace_dir)
-    counts = sync_rows(ledger, workspace_dir)
-    # after the rows' commit: a warm engine that sees this file change reads rows at least this new
-    head = {"version": LEXICAL_VERSION, "last_run": last_run or {}, "rows": TABLE_ROWS_VERSION}
-    atomic_write_bytes(workspace_dir / NAMES_FILENAME, orjson.dumps(head))
-    (workspace_dir / OLD_LINKS_FILENAME).unlink(missing_ok=True)  # the links rows' file before search_rows
-    return counts
-
-
-def note_keys(ledger: Any) -> dict[str, str]:
-    """Per note what the index records of its chunks (`_note_key`)."""
-    notes = ledger.notes
-    return {p: _note_key(notes, p) for p in notes}
-
-
-def dirty_notes(old: LexicalIndex | None, ledger: Any, keys: dict[str, str] | None = None) -> set[str] | None:
-    """The notes whose chunks differ from what `old` recorded (gone notes included); None without an index.
-    `keys`: the ledger's `note_keys` when the caller has them."""
-    if old is None:
-        return None
-    keys = keys if keys is not None else note_keys(ledger)
-    dirty = {p for p, key in keys.items() if old.note_keys.get(p) != key}
-    return dirty | {p for p in old.note_keys if p not in keys}
-
-
-async def sync_after_run(rag: Any, ledger: Any, workspace_dir: Path, summary: dict[str, Any]) -> tuple[int, int]:
-    """The hook `index_vault` calls once the store is flushed: LightRAG's document rows, then the search files.
-    Both follow the notes whose chunks differ from what the lexical index recorded at the last sync (so a run
-    that died before this point is caught up by the next), or every note when there is no index yet."""
-    from wikirag.graph.records import doc_id_for
-    from wikirag.lightrag.documents import sync_document_rows
-
-    old = load_index(workspace_dir)
-    keys = note_keys(ledger)  # read once for both steps: a document-rows sync changes no ledger row
-    dirty = dirty_notes(old, ledger, keys)
-    paths = sorted(ledger.notes if dirty is None else (p for p in dirty if p in ledger.notes))
-    ledger.notes.load(paths)
-    notes = {p: (ledger.notes[p].doc_id, list(ledger.notes[p].chunk_ids)) for p in paths}
-    gone = None if dirty is None else {doc_id_for(p) for p in dirty if p not in ledger.notes}
-    await sync_document_rows(rag, notes, gone)
-    with cyclic_gc_paused():  # the names and links tables: a dict per note, no cycles
-        return await sync_search_files(rag, ledger, workspace_dir, summary, old, dirty, keys)

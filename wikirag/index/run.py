@@ -24,7 +24,7 @@ from wikirag.index.apply import run_plan
 from wikirag.index.budget import VaultSubset, apply_budget
 from wikirag.index.derived import load_derived, save_derived
 from wikirag.index.ledger import Ledger
-from wikirag.index.lexical import search_files_ready, sync_after_run
+from wikirag.index.lexical_sync import search_files_ready, sync_after_run
 from wikirag.index.live import LiveRun
 from wikirag.index.manifest import drop_manifest, load_unchanged, save_manifest, stat_signature
 from wikirag.index.parsecache import load_parse_cache, save_parse_cache

@@ -5,7 +5,9 @@ Each signal ranks notes (vault paths), best first:
 - `lexical`: BM25 over the store's chunks, aggregated per note (best chunk, plus a share of the rest);
 - `lightrag`: the notes of LightRAG's context chunks, in LightRAG's chunk order (its relevance order; its own
   reference list counts chunks per note, which lets one long note outrank the note that answers);
-- `graph` (graph modes): the notes that own the entities and relation ends LightRAG retrieved.
+- `graph` (graph modes): the notes that own the entities and relation ends LightRAG retrieved;
+- `anchor`: notes by BM25 over what other notes say where they link to them (index.anchors), which can only
+  reorder below the first `anchor_head` notes of the other signals' fusion.
 
 They are fused by weighted reciprocal rank (score = sum of weight / (k + rank)). The weights, k and the
 aggregation share were chosen by a sweep (bench/fusion_sweep.py) on one question set and checked on two
@@ -45,6 +47,9 @@ class Fusion:
     # targets per BM25 token of its text has its fused score multiplied by `nav_factor` (1: no demotion).
     nav_density: float = 0.0
     nav_factor: float = 1.0
+    # Anchor text is evidence about a note from other notes' sentences, and the note it comes from matches
+    # the same words: the first `anchor_head` notes of the fusion without it keep their places (0: no hold).
+    anchor_head: int = 0
 
 
 # Chosen by bench/fusion_sweep.py on the sample vault's 44 questions and checked on the 32 data-engineering
@@ -59,9 +64,13 @@ class Fusion:
 # lists): at 0.075 link targets per token or more (the middle of the plateau 0.066-0.084 found on the sample
 # set alone, the weakest factor of the plateau 0.5-1.0) its score is halved. Held out it gains or keeps every
 # figure (docs/retrieval.md, "Navigation notes").
+# Anchor text (docs/retrieval.md, "Anchor text"): 0.2 chosen on the sample set; it brings notes that other
+# notes describe in the question's words into the first five (sample, mathwiki and tasks-docs gain in every
+# mode). Unheld, it also put the note a "which tool …" question names second, behind a concept that note links
+# in the same sentence (data-engineering MRR -0.07), hence the two held places.
 TUNED_ON = ("sample_vault",)  # the question sets (bench/questions/) the weights were chosen on
-FUSION = Fusion(weights={"names": 0.1, "lexical": 1.0, "lightrag": 0.2, "graph": 0.2}, k=5, spread=0.0,
-                name_share=0.02, nav_density=0.075, nav_factor=0.5)
+FUSION = Fusion(weights={"names": 0.1, "lexical": 1.0, "lightrag": 0.2, "graph": 0.2, "anchor": 0.2}, k=5,
+                spread=0.0, name_share=0.02, nav_density=0.075, nav_factor=0.5, anchor_head=2)
 
 
 def rrf(rankings: dict[str, list[str]], k: int = 60, weights: dict[str, float] | None = None) -> list[tuple[str,
@@ -187,7 +196,17 @@ def note_rankings(notes: NoteTable, index: LexicalIndex | None, query: str, *,
         rankings["lightrag"] = chunk_notes(chunks)
     if entities or relations:
         rankings["graph"] = graph_notes(notes, entities or [], relations or [])
+    if index is not None and index.anchors is not None:
+        rankings["anchor"] = anchor_notes(notes, index.anchors, query, fusion)
     return rankings, headings
+
+
+def anchor_notes(notes: NoteTable, anchors: LexicalIndex, query: str, fusion: Fusion = FUSION) -> list[str]:
+    """Notes by BM25 over the sentences other notes link to them in (rows are linked names: a name without
+    a note of its own, an unresolved link's, is left out)."""
+    owner = notes.entity_notes
+    names = (anchors.chunk_ids[i] for i, _ in anchors.top(query, fusion.depth))
+    return list(dict.fromkeys(owner[name] for name in names if name in owner))
 
 
 def navigation_notes(notes: NoteTable, index: LexicalIndex | None, density: float) -> frozenset[str]:
@@ -204,13 +223,29 @@ def navigation_notes(notes: NoteTable, index: LexicalIndex | None, density: floa
 def fuse(notes: NoteTable, rankings: dict[str, list[str]], fusion: Fusion = FUSION,
          index: LexicalIndex | None = None) -> list[tuple[str, float, list[str]]]:
     """(path, score, the signals that found it), best first, notes of this vault only. With the lexical `index`,
-    navigation notes (`navigation_notes`) have their score multiplied by `fusion.nav_factor`."""
+    navigation notes (`navigation_notes`) have their score multiplied by `fusion.nav_factor`. The first
+    `fusion.anchor_head` notes of the fusion without anchor text stay first (Fusion.anchor_head)."""
+    scored = _fused_scores(notes, rankings, fusion, index)
+    if fusion.anchor_head and rankings.get("anchor") and fusion.weights.get("anchor", 1.0) > 0:
+        without = {name: ids for name, ids in rankings.items() if name != "anchor"}
+        head = [p for p, _ in _fused_scores(notes, without, fusion, index)[:fusion.anchor_head]]
+        rest = [(p, s) for p, s in scored if p not in head]
+        score, floor, held = dict(scored), rest[0][1] if rest else 0.0, []
+        for p in reversed(head):  # a held note scores at least what follows it: scores never rise down the list
+            floor = max(score[p], floor)
+            held.append((p, floor))
+        scored = held[::-1] + rest
+    return [(p, s, [n for n, ids in rankings.items() if p in ids and fusion.weights.get(n, 1.0) > 0])
+            for p, s in scored]
+
+
+def _fused_scores(notes: NoteTable, rankings: dict[str, list[str]], fusion: Fusion,
+                  index: LexicalIndex | None) -> list[tuple[str, float]]:
     scored = [(p, s) for p, s in rrf(rankings, fusion.k, fusion.weights) if p in notes.notes]
     if fusion.nav_factor != 1:
         navigation = navigation_notes(notes, index, fusion.nav_density)
         if navigation:
             scored = sorted(((p, s * fusion.nav_factor if p in navigation else s) for p, s in scored),
                             key=lambda kv: (-kv[1], kv[0]))
-    return [(p, s, [n for n, ids in rankings.items() if p in ids and fusion.weights.get(n, 1.0) > 0])
-            for p, s in scored]
+    return scored
 
