@@ -201,3 +201,13 @@ def test_the_retrieval_tokenizer_cuts_lists_at_the_longest_prefix_that_fits():
         fits = [k for k in range(len(items) + 1)
                 if k == 0 or len(tokenizer.encode("\n".join(texts[:k]))) <= budget]
         assert len(kept) == max(fits), budget
+
+
+@pytest.mark.parametrize("path", ["a/b.md", "x.", ".md", "a.b.md", "dir.x/name", "n", "a/.hidden.md", "卡片.md",
+                                  "a/b/c.MD", "a/b.", "..md"])
+def test_file_stem_is_pathlibs_stem(path):
+    from pathlib import PurePath
+
+    from wikirag.query.notes import file_stem
+
+    assert file_stem(path) == PurePath(path).stem

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 
 from wikirag.graph.contribution import is_link_stand_in
-from wikirag.index.bm25 import bm25_weights, gather
-from wikirag.index.lexical import BM25_B, BM25_K1, LexicalIndex, build_index, tokenize, update_index
+from wikirag.index.bm25 import bm25_weights, gather, splice
+from wikirag.index.lexical import BM25_B, BM25_K1, LexicalIndex, build_index, no_weights, tokenize
 
 
 def anchor_rows(entry: Any) -> list[tuple[str, list[str]]]:
@@ -45,9 +45,10 @@ def source_keys(ledger: Any) -> dict[str, str]:
     return {path: "" if path in notes.dirty else notes.digests.get(path, "") for path in notes}
 
 
-def sync_pairs(ledger: Any, old: LexicalIndex | None) -> LexicalIndex:
-    """The pairs index in step with the ledger: the rows of notes whose ledger row is unchanged since `old`
-    are kept as they are, the others derived again (`old` None: every note)."""
+def sync_pairs(ledger: Any, old: LexicalIndex | None) -> tuple[LexicalIndex, bool]:
+    """The pairs index in step with the ledger, and whether any pair's text changed. The rows of notes whose
+    ledger row is unchanged since `old` are kept as they are, the others derived again (`old` None: every
+    note). Nothing scores pairs, so their BM25 weights are not computed (`no_weights`)."""
     keys = source_keys(ledger)
     if old is None:
         old = build_index([])
@@ -55,6 +56,7 @@ def sync_pairs(ledger: Any, old: LexicalIndex | None) -> LexicalIndex:
     kept: dict[str, list[int]] = {}
     for i, source in enumerate(old.chunk_paths):
         kept.setdefault(source, []).append(i)
+    changed = any(source not in keys for source in kept)  # a note gone with its links
     ledger.notes.load(sorted(dirty))
     rows: list[tuple[str, str, str]] = []
     added: list[list[str]] = []
@@ -65,11 +67,16 @@ def sync_pairs(ledger: Any, old: LexicalIndex | None) -> LexicalIndex:
                 rows.append((old.chunk_ids[i], source, old.headings[i]))
                 layout.append(i)
             continue
-        for target, tokens in anchor_rows(ledger.notes[source]):
+        fresh = anchor_rows(ledger.notes[source])
+        changed = changed or fresh != [(old.headings[i], old.tokens_of(i)) for i in kept.get(source, [])]
+        for target, tokens in fresh:
             rows.append((f"{source}\x1f{target}", source, target))
             layout.append(-1 - len(added))
             added.append(tokens)
-    return update_index(old, rows, added, layout, keys)
+    token_ids, offsets, vocab = splice(old.token_ids, old.offsets, old.vocab, added, layout)
+    pairs = LexicalIndex([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], vocab, token_ids,
+                         offsets, *no_weights(), keys)
+    return pairs, changed
 
 
 def by_target(pairs: LexicalIndex) -> LexicalIndex:

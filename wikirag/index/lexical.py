@@ -187,12 +187,13 @@ class LexicalIndex:
 
 def build_index(chunks: list[tuple[str, str, str, list[str]]]) -> LexicalIndex:
     """BM25 weights (bm25s's Lucene variant, index.bm25) over (chunk id, note path, heading, tokens) rows."""
-    empty = LexicalIndex([], [], [], [], np.zeros(0, np.int32), np.zeros(1, np.int64), *_NO_WEIGHTS())
+    empty = LexicalIndex([], [], [], [], np.zeros(0, np.int32), np.zeros(1, np.int64), *no_weights())
     return update_index(empty, [(c[0], c[1], c[2]) for c in chunks], [c[3] for c in chunks],
                         list(range(-1, -len(chunks) - 1, -1)))
 
 
-def _NO_WEIGHTS() -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # noqa: N802
+def no_weights() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(data, indices, indptr) of an index that scores nothing."""
     return np.zeros(0, np.float32), np.zeros(0, np.int32), np.zeros(1, np.int64)
 
 

@@ -114,8 +114,8 @@ async def sync_search_files(rag: Any, ledger: Any, workspace_dir: Path, last_run
         else:
             keys[path] = ""
     index = update_index(old, rows, added, layout, keys)
-    index.anchor_pairs = sync_pairs(ledger, old.anchor_pairs)
-    index.anchors = by_target(index.anchor_pairs)
+    index.anchor_pairs, changed = sync_pairs(ledger, old.anchor_pairs)
+    index.anchors = by_target(index.anchor_pairs) if changed or old.anchors is None else old.anchors
     save_index(index, workspace_dir)
     counts = sync_rows(ledger, workspace_dir)
     # after the rows' commit: a warm engine that sees this file change reads rows at least this new

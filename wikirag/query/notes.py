@@ -32,6 +32,14 @@ def fold(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
 
 
+def file_stem(path: str) -> str:
+    """`PurePath(path).stem` of a vault path, without building a path object (13,000 of them cost a cold
+    query 0.2 s)."""
+    name = path.rsplit("/", 1)[-1]
+    dot = name.rfind(".")
+    return name[:dot] if 0 < dot < len(name) - 1 else name
+
+
 def as_question(text: str) -> str:
     """A question as the library takes it: lone surrogates replaced by U+FFFD (a shell hands Python bytes that
     are not UTF-8 as lone surrogates, and JSON may escape them, "\\udc80"; no result holding one can be written
@@ -74,7 +82,7 @@ class NoteTable:
 
     def entity(self, path: str) -> str:
         """The name of the entity the note stands for (its file name when the row names none)."""
-        return self.notes[path].get("entity") or Path(path).stem
+        return self.notes[path].get("entity") or file_stem(path)
 
     @cached_property
     def by_name(self) -> dict[str, list[str]]:
@@ -84,7 +92,7 @@ class NoteTable:
         lists it as an alias."""
         ranked: dict[str, dict[str, int]] = {}
         for path, note in self.notes.items():
-            stem = Path(path).stem
+            stem = file_stem(path)
             named = [(stem, 0), (note.get("title") or stem, 1), (self.entity(path), 1),
                      *((alias, 2) for alias in note.get("aliases", []))]
             for name, rank in named:
@@ -204,7 +212,7 @@ class NoteTable:
 
     def title(self, path: str) -> str:
         note = self.notes.get(path) or {}
-        return note.get("title") or Path(path).stem
+        return note.get("title") or file_stem(path)
 
     def links(self) -> dict[str, list[list[str]]]:
         """Per note its relations [source, target, description, origin] (read on demand: the larger rows)."""
