@@ -211,3 +211,19 @@ def test_file_stem_is_pathlibs_stem(path):
     from wikirag.query.notes import file_stem
 
     assert file_stem(path) == PurePath(path).stem
+
+
+def test_a_huge_notes_passages_are_found_deep_in_it_without_tokenizing_every_paragraph(monkeypatch):
+    import wikirag.query.search as search
+
+    paragraphs = [f"Paragraph {i} about rotors and plugboards." for i in range(5000)]
+    paragraphs[4321] = "The zebra crossing machines were rebuilt."
+    text = "\n\n".join(paragraphs)
+    tokenized = []
+    real = search.tokenize
+    monkeypatch.setattr(search, "tokenize", lambda t: tokenized.append(t) or real(t))
+    assert best_passages(text, "zebra machine", count=1) == ([], ["The zebra crossing machines were rebuilt."])
+    assert len(tokenized) < 10  # the query, and the one paragraph that holds its words
+    tokenized.clear()
+    _, passages = best_passages(text, "rotors", count=2)  # every paragraph holds it: the first 2,000 are scored
+    assert passages == paragraphs[:2] and len(tokenized) == search.MAX_SCORED_PARAGRAPHS + 1
