@@ -227,3 +227,14 @@ def test_a_huge_notes_passages_are_found_deep_in_it_without_tokenizing_every_par
     tokenized.clear()
     _, passages = best_passages(text, "rotors", count=2)  # every paragraph holds it: the first 2,000 are scored
     assert passages == paragraphs[:2] and len(tokenized) == search.MAX_SCORED_PARAGRAPHS + 1
+
+
+def test_a_query_of_words_no_note_holds_says_its_hits_are_only_vector_neighbours(sample_store):
+    """A query whose words BM25, the names and the anchor text all miss ("zzqqxx"; or stopwords alone, which the
+    hashing test embedding still places near some chunks) gets LightRAG's nearest chunks however far they are:
+    the result says so."""
+    assert not _search(sample_store, "zzqqxx vvkkpp", mode="lexical").hits
+    vague = _search(sample_store, "which of these was it", mode="naive")
+    assert vague.hits and any("none of the query's words matched" in n for n in vague.notes)
+    real = _search(sample_store, "diagonal board", mode="naive")
+    assert real.hits and not any("none of the query's words matched" in n for n in real.notes)

@@ -171,6 +171,9 @@ async def search_notes(config: WikiragConfig, query: str, *, notes: NoteTable, l
         if path and path not in headings and chunk.get("heading"):
             headings[path] = str(chunk.get("heading"))
     fused = fuse(notes, rankings, FUSION, lexical)[:limit]
+    if fused and lexical is not None and not any(rankings.get(name) for name in ("lexical", "names", "anchor")):
+        result_notes.append("none of the query's words matched a note's text: these are only the notes nearest to "
+                            "it by meaning (LightRAG's vector search), however far that is")
     hits = []
     listings: Listings = {}
     for path, score, found in fused:
