@@ -238,3 +238,22 @@ def test_a_query_of_words_no_note_holds_says_its_hits_are_only_vector_neighbours
     assert vague.hits and any("none of the query's words matched" in n for n in vague.notes)
     real = _search(sample_store, "diagonal board", mode="naive")
     assert real.hits and not any("none of the query's words matched" in n for n in real.notes)
+
+
+def test_a_note_that_is_only_its_properties_is_found_by_its_title_and_aliases(tmp_path):
+    """oldwinter-cards keeps a note per quote or person with no body (114 of 964): its title, aliases and
+    description become its chunk, so BM25 and the vectors find it. An empty file stays without a chunk."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "🧑济沅.md").write_text("---\naliases:\n  - 李济沅\n  - 好室友\ntitle: 🧑济沅\n---\n", encoding="utf-8")
+    (vault / "quote.md").write_text("---\ntitle: We shape our tools and thereafter our tools shape us\n---\n\n",
+                                    encoding="utf-8")
+    (vault / "empty.md").write_text("", encoding="utf-8")
+    (vault / "other.md").write_text("Notes about tools for gardening, and a room-mate called Li.\n", encoding="utf-8")
+    config = load_config(vault)
+    run_index(config, embedding_func=HashEmbedding().func())
+    index = load_index(config.workspace_dir)
+    assert "empty.md" not in index.chunk_paths
+    assert _search(config, "李济沅").hits[0].path == "🧑济沅.md"
+    hits = _search(config, "shape our tools")
+    assert hits.hits[0].path == "quote.md" and "lexical" in hits.hits[0].matched_by

@@ -215,6 +215,14 @@ def note_type(note: ParsedNote, default: str) -> str:
     return default
 
 
+def name_card(note: ParsedNote) -> str:
+    """The text of a note with no body that declares what it is in its properties: its title, aliases and
+    description, one a line ("" when it declares none). Some vaults keep a note per quote or person with the
+    title as the whole note (114 of oldwinter-cards' 964): without a chunk no search could find them."""
+    declared = [note.title if note.frontmatter.get("title") else "", *note.aliases, note.description or ""]
+    return "\n".join(dict.fromkeys(line.strip() for line in declared if line and line.strip()))
+
+
 def note_description(note: ParsedNote) -> str:
     parts = []
     summary = (note.description or "").strip() or opening_paragraph(note)
@@ -321,7 +329,7 @@ def note_contribution(
     `unresolved_names` maps a casefolded unresolved target to its canonical entity name."""
     doc_id = doc_id_for(note.path)
     me = names[note.path]
-    pieces = chunk_text(note.body, tokenizer, chunk_size, chunk_overlap)
+    pieces = chunk_text(note.body if note.body.strip() else name_card(note), tokenizer, chunk_size, chunk_overlap)
     all_chunks = [
         ChunkRecord(
             id=md5_id(f"{doc_id}:{c.content}", "chunk-"),

@@ -26,11 +26,12 @@ from wikirag.settings import WikiragConfig
 from wikirag.vault.model import Vault
 from wikirag.vault.read import lies_in
 
-DERIVATION_VERSION = 7  # bump when note_contribution's output changes for the same input
+DERIVATION_VERSION = 8  # bump when note_contribution's output changes for the same input
 # 5: a note's description passes over paragraphs of HTML tags alone and leaves tags out
 #    and a pasted image's data URI (markdown.payloads) is cut to a stand-in in chunks: such notes are chunked again
 # 6: an Excalidraw drawing's chunk holds its stand-in alone, not an empty line for each line of the drawing
 # 7: a base64 run broken into lines (a PEM block, MIME's 76-character lines) is cut to a stand-in in chunks
+# 8: a note with no body that declares a title, aliases or a description has them as its chunk (name_card)
 
 
 @dataclass
