@@ -676,6 +676,54 @@ def test_a_change_to_excluded_files_waits_for_the_vault_to_be_quiet(tmp_path):
     assert not collector.take_settings_touched(quiet_seconds=0)  # taken once
 
 
+def test_a_folder_that_arrives_after_one_left_makes_the_watches_again_once(tmp_path):
+    """Watchdog drops the watch of a folder moved out of the vault and straight back in (same inode), and which
+    folder left cannot be told once it is gone: any folder arriving in the vault after one left asks for the
+    watches again, once. A folder made with none gone, or one that arrives in the store or a dot-folder, does
+    not."""
+    from watchdog.events import DirCreatedEvent, DirDeletedEvent
+
+    from wikirag.index.watch_events import EventCollector
+
+    collector = EventCollector(tmp_path, tmp_path / ".wikirag")
+    collector.dispatch(DirCreatedEvent(str(tmp_path / "New")))
+    assert not collector.take_rewatch()  # nothing left before it
+    collector.dispatch(DirDeletedEvent(str(tmp_path / ".wikirag" / "tmp")))
+    collector.dispatch(DirCreatedEvent(str(tmp_path / "Other")))
+    assert not collector.take_rewatch()  # the store's own folders do not count
+    collector.dispatch(DirDeletedEvent(str(tmp_path / "people")))
+    collector.dispatch(DirCreatedEvent(str(tmp_path / ".trash" / "x")))
+    assert not collector.take_rewatch()  # arrived where nothing is read
+    collector.dispatch(DirCreatedEvent(str(tmp_path / "Back")))
+    assert collector.take_rewatch()
+    assert not collector.take_rewatch()  # taken once
+    collector.dispatch(DirCreatedEvent(str(tmp_path / "Later")))
+    assert not collector.take_rewatch()  # the departure was answered by the watches made again
+
+
+def test_a_folder_back_from_outside_is_followed_where_no_second_inotify_instance_is_lent(vault, tmp_path,
+                                                                                         monkeypatch):
+    """Where inotify's per-user limits refuse the watch's second observer (EMFILE, ENOSPC), the vault's watch is
+    made again in the observer it has, and the vault read whole for what changed in between."""
+    import errno
+
+    from wikirag.index import watch
+
+    class Refused(watch.Observer):
+        def start(self) -> None:
+            raise OSError(errno.EMFILE, "Too many open files")
+
+    with Watcher(vault, tmp_path / "store") as watcher:
+        monkeypatch.setattr(watch, "Observer", Refused)
+        (vault / "people").rename(tmp_path / "trash")
+        (tmp_path / "trash").rename(vault / "Back")
+        watcher.settle()
+        (vault / "Back" / "Alan Turing.md").write_text("Rewritten after the folder came back; see [[Bombe]].\n")
+        watcher.settle()
+    assert not [b for b in watcher.batches if b.error], watcher.batches
+    assert snapshot(watcher.config) == fresh_snapshot(vault, tmp_path / "fresh")
+
+
 def _nested(top: Path, depth: int) -> Path:
     """`depth` folders named d, each in the one before, under `top`; the deepest."""
     folder = top

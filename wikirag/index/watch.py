@@ -17,6 +17,7 @@ import logging
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,9 +105,7 @@ async def watch_vault(
         # The observer starts before the vault is read, so nothing saved during the initial index is
         # missed: those events simply make the first batch re-read the files.
         collector = EventCollector(config.vault, config.store)
-        observer = Observer()
-        _schedule(observer, collector, config.vault)
-        observer.start()
+        observer = _watching(collector, config.vault)
         root = folder_identity(config.vault)
         await handoff.start()  # an `index` asking now waits for the initial run, then gets a batch of its own
 
@@ -171,6 +170,9 @@ async def watch_vault(
                             vault, IgnoreRules.for_vault(config.vault, config.exclude, config.store)[0]):
                         rescan = True  # Obsidian's Excluded files changed: read the vault whole with the new ones
                     reals = collector.drain_if_quiet(quiet)
+                    if reals and collector.take_rewatch():  # before the batch reads the folder that arrived
+                        observer, lost = _rewatched(observer, collector, config.vault)
+                        rescan = rescan or lost
                     if not reals and not handed and not retry.due() and not failures.due() and not rescan:
                         continue
                     # Empty for a retry: notes whose extraction failed, or a failed batch
@@ -213,6 +215,37 @@ async def watch_vault(
             await handoff.close()
             observer.stop()
             observer.join(timeout=5)
+
+
+def _watching(collector: EventCollector, vault: Path) -> Any:
+    """A started observer following the vault, with an inotify instance of its own."""
+    observer = Observer()
+    try:
+        _schedule(observer, collector, vault)
+        observer.start()
+    except BaseException:
+        observer.stop()  # its reader thread, started by the first schedule
+        raise
+    return observer
+
+
+def _rewatched(observer: Any, collector: EventCollector, vault: Path) -> tuple[Any, bool]:
+    """The vault's watches made again (EventCollector.take_rewatch), and whether events may have been lost.
+
+    A new observer starts before the old one stops, so no event is lost in between (both report meanwhile:
+    the collector keeps each path once). Where the system lends no second inotify instance or not twice the
+    watches, the old observer's watch is made again in place: events in between are lost, so the vault is read
+    whole (True)."""
+    try:
+        fresh = _watching(collector, vault)
+    except OSError as exc:  # EMFILE, ENOSPC: inotify's per-user limits
+        logging.getLogger(__name__).warning("watching the vault again in place (%s)", exc)
+        observer.unschedule_all()
+        _schedule(observer, collector, vault)
+        return observer, True
+    observer.stop()
+    observer.join(timeout=5)
+    return fresh, False
 
 
 def _schedule(observer: Any, collector: EventCollector, vault: Path) -> None:
@@ -277,6 +310,11 @@ class _InotifyShutdownFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         return not str(record.msg).startswith(_INOTIFY_SHUTDOWN)
 
+
+# What watchdog says as a folder moved out of the vault comes straight back: the watch it keeps for it is about to
+# be dropped, and the watch loop makes its watches again (EventCollector.take_rewatch). Nothing for a user to do.
+warnings.filterwarnings("ignore", message="Callback with id .* already exists for watch", category=RuntimeWarning,
+                        module=r"watchdog\.")
 
 _INOTIFY_LOGGER = logging.getLogger("watchdog.observers.inotify")
 if not any(isinstance(f, _InotifyShutdownFilter) for f in _INOTIFY_LOGGER.filters):

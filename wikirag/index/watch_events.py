@@ -44,6 +44,10 @@ class EventCollector(FileSystemEventHandler):
         self._reals: set[str] = set()  # real paths of the events that touch the vault, since the last drain
         self.last_event = 0.0
         self.root_lost = False  # the vault folder itself was deleted or moved away: its watches are gone
+        # A folder that arrives after one left may be the same folder back (out of the vault and straight back:
+        # watchdog then drops the watches it shares with the one gone, see `take_rewatch`).
+        self._folder_left = False
+        self._rewatch = False
         self._symlinks = Symlinks()  # those of the vault the loop holds
         # While the vault is read, events that touch nothing through the symlinks known so far are held: the
         # read may find a link that reads them (the first read finds every link; a read made for a new link).
@@ -65,7 +69,7 @@ class EventCollector(FileSystemEventHandler):
         paths: set[str] = set()
         relinked = False
         for real in reals:
-            if real == self.store or real.startswith(self.store + os.sep):
+            if self._in_store(real):
                 continue
             own = real[len(self.root) + 1:].replace(os.sep, "/") if real.startswith(self.root + os.sep) else ""
             paths.update(p for p in (own, *symlinks.vault_paths(real)) if p and not ignored_path(p))
@@ -81,6 +85,12 @@ class EventCollector(FileSystemEventHandler):
                  if raw]
         if kind in {"deleted", "moved"} and event.is_directory and reals and reals[0] == self.root:
             self.root_lost = True
+        if event.is_directory and kind in {"deleted", "created"} and reals and not self._in_store(reals[0]):
+            with self._lock:
+                if kind == "deleted":
+                    self._folder_left = True
+                elif self._folder_left and self._matters(reals[0], self._symlinks):
+                    self._rewatch = True
         if any(real in self._app_jsons or real == os.path.dirname(self._app_json) for real in reals):
             with self._lock:
                 self._settings_touched = True
@@ -92,6 +102,9 @@ class EventCollector(FileSystemEventHandler):
                     self.last_event = time.monotonic()
                 elif self._held is not None:
                     self._held.append(real)
+
+    def _in_store(self, real: str) -> bool:
+        return real == self.store or real.startswith(self.store + os.sep)
 
     def _matters(self, real: str, symlinks: Symlinks) -> bool:
         paths, relinked = self.touched([real], symlinks)
@@ -131,6 +144,21 @@ class EventCollector(FileSystemEventHandler):
                 return False
             self._settings_touched = False
             return True
+
+    def take_rewatch(self) -> bool:
+        """Whether the vault's watches must be made again (once per call): a folder arrived after a folder left.
+
+        Watchdog's inotify emitter (7.1.1) holds a folder moved out of the vault until it knows no move back in
+        pairs with it (0.5 s); if the same folder came back in meanwhile under another name (a restore from the
+        trash), the watch it added for the arrival is the old one (same inode, same watch descriptor), and it
+        drops it with the move out: no event would come from the folder again, nor from its subfolders. Which
+        folder left is gone from disk by then, so any arrival after a departure counts (a few extra rewatches).
+        The arrival's own event is taken with or after this, so the batch reading it reads after the rewatch."""
+        with self._lock:
+            rewatch, self._rewatch = self._rewatch, False
+            if rewatch:
+                self._folder_left = False
+            return rewatch
 
     def pending(self) -> int:
         with self._lock:
