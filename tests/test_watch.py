@@ -707,14 +707,14 @@ def test_a_folder_back_from_outside_is_followed_where_no_second_inotify_instance
     made again in the observer it has, and the vault read whole for what changed in between."""
     import errno
 
-    from wikirag.index import watch
+    from wikirag.index import watch_observers
 
-    class Refused(watch.Observer):
+    class Refused(watch_observers.Observer):
         def start(self) -> None:
             raise OSError(errno.EMFILE, "Too many open files")
 
     with Watcher(vault, tmp_path / "store") as watcher:
-        monkeypatch.setattr(watch, "Observer", Refused)
+        monkeypatch.setattr(watch_observers, "Observer", Refused)
         (vault / "people").rename(tmp_path / "trash")
         (tmp_path / "trash").rename(vault / "Back")
         watcher.settle()

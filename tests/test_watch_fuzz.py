@@ -35,7 +35,7 @@ from pathlib import Path
 import pytest
 
 from tests.storekit import HashEmbedding, copy_vault, ledger_doc, snapshot
-from tests.test_watch import QUIET, SAMPLE, Watcher, fresh_snapshot
+from tests.test_watch import QUIET, SAMPLE, Watcher, fresh_snapshot, wait_until
 from wikirag.index.run import run_index
 from wikirag.index.watch_events import apply_paths
 from wikirag.vault.model import Vault
@@ -514,12 +514,12 @@ def _link(path: Path) -> str:
 def test_a_folder_moved_out_and_back_twice_is_watched_each_time_and_nothing_piles_up(tmp_path):
     """The second trip out and back is lost the same way as the first, by the watches made again after the
     first: each trip's saves must bring their own events (a later trip's move reads the folder whole, so the
-    final store alone would not tell). Each trip leaves one observer (its threads and inotify instance), not one
-    more per trip."""
+    final store alone would not tell). The observers the watch replaces are stopped: after each trip one inotify
+    instance remains, and after the watch none, nor any of their threads."""
     vault = copy_vault(SAMPLE, tmp_path / "vault")
     (vault / "people" / "inner").mkdir()
     (vault / "people" / "inner" / "Inner.md").write_text("Inner, see [[Bombe]].\n")
-    held: list[tuple[int, int]] = []
+    threads, instances = threading.active_count(), _inotify_instances()
     with Watcher(vault, tmp_path / "store") as watcher:
         folder = vault / "people"
         for trip in (1, 2):
@@ -533,8 +533,9 @@ def test_a_folder_moved_out_and_back_twice_is_watched_each_time_and_nothing_pile
             watcher.settle()
             paths = {path for batch in watcher.batches[taken:] for path in batch.paths}
             assert {f"Back {trip}/Alan Turing.md", f"Back {trip}/inner/Inner.md"} <= paths, (trip, paths)
-            held.append((threading.active_count(), _inotify_instances()))
-    assert held[1] == held[0], held
+            assert wait_until(lambda: _inotify_instances() == instances + 1, 10), _inotify_instances()
+    assert wait_until(lambda: (threading.active_count(), _inotify_instances()) == (threads, instances), 10), \
+        (threading.enumerate(), _inotify_instances())
     assert snapshot(watcher.config) == fresh_snapshot(vault, tmp_path / "fresh")
 
 

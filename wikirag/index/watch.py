@@ -13,17 +13,11 @@ touching 500 notes becomes one batch.
 from __future__ import annotations
 
 import gc
-import logging
-import sys
 import threading
 import time
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
-
-from watchdog.observers import Observer
 
 from wikirag.errors import VaultNotFound
 from wikirag.index.handoff import HandoffServer
@@ -38,9 +32,9 @@ from wikirag.index.watch_events import (
     changed_on_disk,
     folder_identity,
     rules_changed,
-    settings_folder,
     still_as_read,
 )
+from wikirag.index.watch_observers import Watches
 from wikirag.lightrag.embeddings import EmbeddingCounter
 from wikirag.lightrag.engine import check_vector_width, preload_embedder
 from wikirag.redaction import redact
@@ -105,7 +99,7 @@ async def watch_vault(
         # The observer starts before the vault is read, so nothing saved during the initial index is
         # missed: those events simply make the first batch re-read the files.
         collector = EventCollector(config.vault, config.store)
-        observer = _watching(collector, config.vault)
+        watches = Watches(collector, config.vault)
         root = folder_identity(config.vault)
         await handoff.start()  # an `index` asking now waits for the initial run, then gets a batch of its own
 
@@ -153,6 +147,7 @@ async def watch_vault(
                 rescan = reread = False
                 while not stop.is_set():
                     await handoff.pause(poll_seconds)
+                    watches.stop_retired(time.monotonic())
                     now = folder_identity(config.vault)
                     if now != root or collector.root_lost:  # the vault folder was removed or replaced
                         if now is None:
@@ -161,8 +156,7 @@ async def watch_vault(
                         # Back as another folder: the old one's watches died with it (its inode number may
                         # come round again, hence root_lost). Watch the new one and read it whole.
                         collector.root_lost = False
-                        observer.unschedule_all()
-                        _schedule(observer, collector, config.vault)
+                        watches.again_in_place()
                         root, rescan = now, True
                     handed = handoff.take()  # an `index` handed over: a batch now, of everything that changed
                     quiet = 0 if handed else quiet_seconds
@@ -171,8 +165,7 @@ async def watch_vault(
                         rescan = True  # Obsidian's Excluded files changed: read the vault whole with the new ones
                     reals = collector.drain_if_quiet(quiet)
                     if reals and collector.take_rewatch():  # before the batch reads the folder that arrived
-                        observer, lost = _rewatched(observer, collector, config.vault)
-                        rescan = rescan or lost
+                        rescan = watches.again() or rescan
                     if not reals and not handed and not retry.due() and not failures.due() and not rescan:
                         continue
                     # Empty for a retry: notes whose extraction failed, or a failed batch
@@ -213,67 +206,7 @@ async def watch_vault(
                 cache_rows.sync(config, run["state"], vault)
         finally:
             await handoff.close()
-            observer.stop()
-            observer.join(timeout=5)
-
-
-def _watching(collector: EventCollector, vault: Path) -> Any:
-    """A started observer following the vault, with an inotify instance of its own."""
-    observer = Observer()
-    try:
-        _schedule(observer, collector, vault)
-        observer.start()
-    except BaseException:
-        observer.stop()  # its reader thread, started by the first schedule
-        raise
-    return observer
-
-
-def _rewatched(observer: Any, collector: EventCollector, vault: Path) -> tuple[Any, bool]:
-    """The vault's watches made again (EventCollector.take_rewatch), and whether events may have been lost.
-
-    A new observer starts before the old one stops, so no event is lost in between (both report meanwhile:
-    the collector keeps each path once). Where the system lends no second inotify instance or not twice the
-    watches, the old observer's watch is made again in place: events in between are lost, so the vault is read
-    whole (True)."""
-    try:
-        fresh = _watching(collector, vault)
-    except OSError as exc:  # EMFILE, ENOSPC: inotify's per-user limits
-        logging.getLogger(__name__).warning("watching the vault again in place (%s)", exc)
-        observer.unschedule_all()
-        _schedule(observer, collector, vault)
-        return observer, True
-    observer.stop()
-    observer.join(timeout=5)
-    return fresh, False
-
-
-def _schedule(observer: Any, collector: EventCollector, vault: Path) -> None:
-    """Watch the vault folder, and `.obsidian` too when it is a symlink out of the vault (its app.json holds
-    the Excluded files, and the vault's recursive watch does not follow the link)."""
-    _room_for_deep_walks()
-    # The absolute path: watchdog's inotify tree dropped every subfolder of a relative root such as "."
-    # ("Path b'./people' is not under watched root b'.'"), so `wikirag watch .` missed their saves.
-    observer.schedule(collector, str(vault.resolve()), recursive=True)
-    settings = settings_folder(vault)
-    if settings is not None:
-        observer.schedule(collector, settings, recursive=False)
-    collector.follow_settings(settings)  # the same folder: a replaced vault's link may point elsewhere
-
-
-# A path's bytes past which os.scandir refuses it (Linux's PATH_MAX; less on macOS), so a walk of full paths
-# ends within half as many folders: each adds a slash and a name of at least one byte.
-_PATH_MAX = 4096
-
-
-def _room_for_deep_walks() -> None:
-    """Let watchdog's walks reach the deepest folder a path can name. Its inotify emitter adds a recursive watch's
-    folders with os.walk, which in Python 3.11 takes a frame per level (3.12's keeps a stack): a vault ~1,000
-    folders deep passed the recursion limit, at start and in the emitter's thread for a deep folder moved in.
-    The limit is raised for the process, by the 2,048 levels a walk can take past the default (their C stack,
-    ~1 MB, fits a thread's 8 MB); it is never lowered."""
-    if sys.version_info < (3, 12):
-        sys.setrecursionlimit(max(sys.getrecursionlimit(), 1000 + _PATH_MAX // 2))
+            watches.stop()
 
 
 class _ParseCacheSync:
@@ -297,28 +230,6 @@ class _ParseCacheSync:
         self.racy = refresh_parse_cache(config.workspace_dir, config.index.encoding, vault, state.plan.body_tokens,
                                         self.paths)
         self.paths = set(self.racy)
-
-
-_INOTIFY_SHUTDOWN = "InotifyEmitter.queue_events() called when the thread is inactive"
-
-
-class _InotifyShutdownFilter(logging.Filter):
-    """Drops watchdog's ERROR line for an event read that races the observer's stop: the emitter thread,
-    already stopped, just returns with no events (watchdog PR #963 chose to log it). It is not an error of
-    the watch, and a user stopping `wikirag watch` should not see one. Every other message passes."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith(_INOTIFY_SHUTDOWN)
-
-
-# What watchdog says as a folder moved out of the vault comes straight back: the watch it keeps for it is about to
-# be dropped, and the watch loop makes its watches again (EventCollector.take_rewatch). Nothing for a user to do.
-warnings.filterwarnings("ignore", message="Callback with id .* already exists for watch", category=RuntimeWarning,
-                        module=r"watchdog\.")
-
-_INOTIFY_LOGGER = logging.getLogger("watchdog.observers.inotify")
-if not any(isinstance(f, _InotifyShutdownFilter) for f in _INOTIFY_LOGGER.filters):
-    _INOTIFY_LOGGER.addFilter(_InotifyShutdownFilter())
 
 
 class _Retry:
