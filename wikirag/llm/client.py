@@ -36,6 +36,7 @@ import os
 import time
 import weakref
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 from wikirag.errors import ConfigError
@@ -69,6 +70,12 @@ from wikirag.settings import LLMSettings
 # Refusals that mean "the server is busy": they pause the whole pool (429 rate limit, 529 Anthropic
 # overloaded, 503 unavailable).
 _POOL_STATUS = frozenset({429, 503, 529})
+
+# `query` and the MCP query tool: someone waits, and a failed answer still shows the retrieved context. So at
+# most 2 retries, about 0.5 s then 1 s apart (a Retry-After capped at 4 s): an unreachable server is said in
+# about 2 s, where index's default 4 retries took 19.9 s. Index keeps `[llm] max_retries` and its backoff.
+QUERY_MAX_RETRIES = 2
+QUERY_BACKOFF = Backoff(initial_s=0.5, max_s=4.0)
 
 
 def _call_kind(prompt: str, kwargs: dict[str, Any]) -> str:
@@ -107,6 +114,9 @@ class LLMClient:
         # Anthropic: also mark the first extraction turn for the prompt cache, so the gleaning call (which
         # replays it) reads it; worth the cache-write premium only when gleaning is on.
         self.cache_first_turn = False
+        # The last call's failure: a query tells the LLM's failure (a fallback to its context) from LightRAG's
+        # own, which LightRAG returns as text only.
+        self.last_error: LLMCallError | None = None
         install_log_redaction()
 
     def __repr__(self) -> str:  # never the key
@@ -192,12 +202,16 @@ class LLMClient:
             self.usage.add_failure()
             if not is_provider_error(exc):
                 raise  # a bug of ours or LightRAG's: keep its type and traceback
-            t = self.target
-            raise LLMCallError(
-                redact(f"{t.named}:{t.model}: {error_text(exc, self.settings.timeout_s)}"),
-                status_code=status_code_of(exc), retryable=is_retryable(exc),
-                attempts=retrying.statistics.get("attempt_number", 1), every_call=affects_every_call(exc),
-            ) from None  # the original's message and traceback could carry a key
+            raise self._call_error(exc, retrying.statistics.get("attempt_number", 1)) from None
+
+    def _call_error(self, exc: BaseException, attempts: int) -> LLMCallError:
+        """The redacted LLMCallError for a provider's `exc` (its message and traceback could carry a key)."""
+        t = self.target
+        self.last_error = LLMCallError(
+            redact(f"{t.named}:{t.model}: {error_text(exc, self.settings.timeout_s)}"),
+            status_code=status_code_of(exc), retryable=is_retryable(exc), attempts=attempts,
+            every_call=affects_every_call(exc))
+        return self.last_error
 
     async def _attempt(self, kind: str, prompt: str, system_prompt: str | None,
                        history: list[dict[str, Any]], stream: bool, outer_tracker: Any,
@@ -251,6 +265,11 @@ class LLMClient:
                 parts.append(chunk)
                 yield chunk
             finished = True
+        except Exception as exc:  # the connection dropped mid-answer: no retry (part of it is out), redacted
+            self.usage.add_failure()
+            if not is_provider_error(exc):
+                raise
+            raise self._call_error(exc, 1) from None
         finally:
             if tracker.reported:
                 self._record(kind, tracker, outer_tracker)
@@ -280,3 +299,10 @@ def make_llm_func(settings: LLMSettings, usage: LLMUsage | None = None, *,
     """
     return LLMClient(settings, usage, backoff=backoff)
 
+
+
+def make_answer_llm_func(settings: LLMSettings, usage: LLMUsage | None = None) -> LLMClient:
+    """make_llm_func for answering a question: fewer retries, shorter waits (QUERY_MAX_RETRIES, QUERY_BACKOFF);
+    a lower `[llm] max_retries` still holds."""
+    quick = replace(settings, max_retries=min(settings.max_retries, QUERY_MAX_RETRIES))
+    return LLMClient(quick, usage, backoff=QUERY_BACKOFF)
