@@ -21,7 +21,7 @@ Tokens are counted with tiktoken (o200k_base) unless `count_tokens` is given. Ca
   prefix is under `cache_min_tokens` are ignored.
 Knobs (attributes, changeable mid-test): `answer`, `latency`, `storm`, `storm_rate`, `retry_after`,
 `anthropic_storm_status`, `embeddings_fail_from`, `embedding_dimensions`, `cache_min_tokens`, `batch_polls`,
-`batch_delay`, `stream_chunk`. Readings:
+`batch_delay`, `stream_chunk`, `fail_status`, `fail_kinds`, `stream_cut_after`. Readings:
 `requests` (every `Received`), `bodies(path)`, `calls`, `rejected`, `in_flight`, `max_in_flight`, `llm`
 (the default FakeLLM, with its per-kind `stats()`); `reset()` clears them.
 Batches advance only when polled: "validating", then "in_progress", then done on the `batch_polls`-th GET
@@ -150,6 +150,11 @@ class FakeAPI:
         self.batch_polls = batch_polls
         self.batch_delay = batch_delay
         self.stream_chunk = stream_chunk  # characters of answer per SSE delta
+        # Every chat completion is refused with this status (401: the message echoes the key sent, as a hostile
+        # server might), or only those whose FakeLLM kind is in `fail_kinds` ("keywords", "answer", ...).
+        self.fail_status: int | None = None
+        self.fail_kinds: tuple[str, ...] | None = None
+        self.stream_cut_after: int | None = None  # a streamed answer's connection drops after this many deltas
         self.embeddings_fail_from: int | None = None  # from this embeddings request on (1-based), answer 500
         # A request's `dimensions`: "honour" it, "ignore" it (384 wide), or "refuse" it with a 400, as OpenAI
         # does for text-embedding-ada-002.
@@ -298,8 +303,25 @@ class FakeAPI:
                       "prompt_tokens_details": {"cached_tokens": cached}},
         }
 
+    def _failure(self, request: web.Request, body: dict[str, Any]) -> web.Response | None:
+        if self.fail_status is None:
+            return None
+        if self.fail_kinds is not None:
+            messages = body.get("messages") or []
+            prompt = _text(messages[-1].get("content")) if messages else ""
+            system = next((_text(m.get("content")) for m in messages if m.get("role") == "system"), None)
+            if (self.llm or FakeLLM()).kind_of(prompt, system) not in self.fail_kinds:
+                return None
+        if self.fail_status == 401:
+            key = request.headers.get("Authorization", "").removeprefix("Bearer ")
+            return _reply(_oai_error(401, f"Incorrect API key provided: {key}.", "invalid_request_error"))
+        return _reply(_oai_error(self.fail_status, "The server had an error (fake)", "server_error"))
+
     async def _chat_route(self, request: web.Request) -> web.StreamResponse:
         body = request[RECEIVED].body or {}
+        failure = self._failure(request, body)
+        if failure is not None:
+            return failure
         status, out = await self._chat(body)
         if status != 200 or not body.get("stream"):
             return _reply((status, out))
@@ -314,14 +336,21 @@ class FakeAPI:
         events = [base | {"choices": [c]} | ({"usage": None} if usage else {}) for c in chunks]
         if usage:
             events.append(base | {"choices": [], "usage": out["usage"]})
+        if self.stream_cut_after is not None:  # the first deltas, then the connection drops
+            return await self._sse(request, [(None, e) for e in events[:self.stream_cut_after + 1]], cut=True)
         return await self._sse(request, [(None, e) for e in events] + [(None, "[DONE]")])
 
-    async def _sse(self, request: web.Request, events: list[tuple[str | None, Any]]) -> web.StreamResponse:
+    async def _sse(self, request: web.Request, events: list[tuple[str | None, Any]], cut: bool = False
+                   ) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         await response.prepare(request)
         for name, data in events:
             payload = data if isinstance(data, str) else json.dumps(data)
             await response.write(((f"event: {name}\n" if name else "") + f"data: {payload}\n\n").encode())
+        if cut and request.transport is not None:
+            await asyncio.sleep(0.05)  # the deltas reach the client first
+            request.transport.close()  # mid-body: the client's read fails (an incomplete chunked body)
+            return response
         await response.write_eof()
         return response
 

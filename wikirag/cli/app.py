@@ -27,6 +27,9 @@ from wikirag.cli.common import (
 )
 from wikirag.errors import WikiragError
 
+# `query` when the LLM failed (unreachable, key refused, rate limited, 5xx): the retrieved context was shown
+# without an answer, or the answer stopped part way. 1 stays every other error's, 2 Click's usage errors.
+ANSWER_FAILED = 3
 INDENTED_JSON_NOTES = 2000  # cost-estimate --json indents up to this many notes (for reading by eye)
 
 
@@ -111,7 +114,8 @@ def query(
     """Ask the index a question; cites the notes the answer came from.
 
     Without an LLM the retrieved context (entities, relations, chunks and their notes) is shown
-    instead of an answer, with keywords taken from the vault's own names.
+    instead of an answer, with keywords taken from the vault's own names. When the LLM fails
+    (unreachable, key refused, rate limited), that context is shown with a warning, exit status 3.
 
     Example:
 
@@ -126,9 +130,9 @@ def query(
         config = build_config(root, store=store, config_file=config_file, llm=llm)
         llm_func = None
         if config.llm.model and not context_only:
-            from wikirag.llm.client import make_llm_func
+            from wikirag.llm.client import make_answer_llm_func
 
-            llm_func = make_llm_func(config.llm)
+            llm_func = make_answer_llm_func(config.llm)
         on_token = (lambda piece: typer.echo(piece, nl=False)) if stream and llm_func and not as_json else None
         result = ask(config, question, mode=mode, top_k=top_k, chunk_top_k=chunk_top_k,
                      max_total_tokens=max_tokens, response_type=response_type, context_only=context_only,
@@ -137,10 +141,13 @@ def query(
         fail(str(exc))
     if as_json:
         typer.echo(json.dumps(asdict(result), ensure_ascii=False, indent=2, default=str))
-        return
-    if on_token:
-        typer.echo()
-    render_query_result(result, Console(), answer_streamed=on_token is not None)
+    else:
+        if on_token:
+            typer.echo()
+        render_query_result(result, Console(), answer_streamed=on_token is not None)
+    if result.answer_failed:  # on stderr too: a script reading stdout (or the JSON) still learns it
+        typer.echo(f"Warning: {result.no_answer_reason}", err=True)
+        raise typer.Exit(ANSWER_FAILED)
 
 
 @app.command("cost-estimate")

@@ -102,9 +102,9 @@ def mcp(
                               config_file=config_file, llm=llm)
         llm_func = None
         if config.llm.model:
-            from wikirag.llm.client import make_llm_func
+            from wikirag.llm.client import make_answer_llm_func
 
-            llm_func = make_llm_func(config.llm)
+            llm_func = make_answer_llm_func(config.llm)
         if not watch:
             from wikirag.index.rebuild import refuse_unfinished
             from wikirag.storage.ledger_store import ledger_store

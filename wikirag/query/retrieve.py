@@ -21,7 +21,9 @@ from wikirag.errors import QueryFailed, StoreNotFound
 from wikirag.index.store_model import adopt_store_embedding
 from wikirag.lightrag.engine import open_engine
 from wikirag.lightrag.query import errors_held, failure_message, query_param, too_short_for_retrieval
+from wikirag.llm.retry import LLMCallError, llm_call_error
 from wikirag.query.notes import NoteTable, obsidian_uri, read_note_table, read_question
+from wikirag.redaction import redact
 from wikirag.settings import STORE_DIRNAME, WikiragConfig
 
 if TYPE_CHECKING:
@@ -45,6 +47,7 @@ _STOPWORDS = frozenset(
     """.split()
 )
 _WORD = re.compile(r"[\w'’-]+", re.UNICODE)
+_NOTHING_FOUND = ("No relevant", "Query returned no results")  # LightRAG's failure messages that mean no match
 
 
 @dataclass
@@ -66,6 +69,9 @@ class QueryResult:
     relations: list[dict[str, Any]] = field(default_factory=list)
     chunks: list[dict[str, Any]] = field(default_factory=list)
     sources: list[Source] = field(default_factory=list)
+    # The LLM failed (unreachable, key refused, rate limited, 5xx): the context came back without its answer,
+    # or the answer stopped part way; `no_answer_reason` says why. The CLI exits with status 3.
+    answer_failed: bool = False
 
 
 def find_vault(start: Path, environ: dict[str, str] | None = None) -> Path:
@@ -199,6 +205,9 @@ async def query_store(
     param_kwargs["include_references"] = True
     param_kwargs["enable_rerank"] = False  # no reranker is configured; LightRAG would warn per query
     param = query_param(**param_kwargs)
+    failed_before = getattr(llm_func, "last_error", None)  # LLMClient's; a failure during this query is new
+    instead = {"mode": mode, "top_k": top_k, "chunk_top_k": chunk_top_k, "max_total_tokens": max_total_tokens,
+               "notes": notes, "fusion": fusion, "lexical": lexical}  # for the context without an answer
 
     async with contextlib.AsyncExitStack() as stack:
         if rag is None:
@@ -210,20 +219,27 @@ async def query_store(
                 engine_kwargs.setdefault("reading", CONTEXT_STORAGES["naive" if mode == "naive" else "graph"])
             rag = await stack.enter_async_context(open_engine(config, llm_func=llm_func, **engine_kwargs))
         nothing_found = False
-        with errors_held():  # a failure is raised below as one line; LightRAG's own log lines of it are dropped
-            if use_llm:
-                with _fused_context(rag, config, notes, question, mode, fusion, lexical) as lexical:
-                    raw = await rag.aquery_llm(question, param)
-            else:
-                raw = await rag.aquery_data(question, param)
-            # LightRAG returns None or a failure dict on some errors instead of raising.
-            if not isinstance(raw, dict) or raw.get("status") == "failure":
-                message = raw.get("message") if isinstance(raw, dict) else "LightRAG returned nothing"
-                empty = isinstance(raw, dict) and str(message).startswith(("No relevant", "Query returned no results"))
-                if not empty:
-                    raise QueryFailed(f"query failed: {failure_message(message)}")
-                raw = {"data": {}, "metadata": raw.get("metadata")}  # nothing matched: an empty context, no error
-                nothing_found = True  # (with an LLM: LightRAG asked it nothing; its canned "Sorry" is no answer)
+        cut_off: LLMCallError | None = None
+        try:
+            with errors_held():  # a failure is raised below as one line; LightRAG's own log lines of it are dropped
+                if use_llm:
+                    with _fused_context(rag, config, notes, question, mode, fusion, lexical) as lexical:
+                        raw = await rag.aquery_llm(question, param)
+                else:
+                    raw = await rag.aquery_data(question, param)
+                # LightRAG returns None or a failure dict on some errors instead of raising.
+                if not isinstance(raw, dict) or raw.get("status") == "failure":
+                    message = raw.get("message") if isinstance(raw, dict) else "LightRAG returned nothing"
+                    empty = isinstance(raw, dict) and str(message).startswith(_NOTHING_FOUND)
+                    if not empty:
+                        down = _llm_failure(llm_func, failed_before, message)
+                        if down is not None:
+                            raise down  # the LLM's failure, not LightRAG's: the context is shown instead (below)
+                        raise QueryFailed(f"query failed: {failure_message(message)}")
+                    raw = {"data": {}, "metadata": raw.get("metadata")}  # nothing matched: an empty context, no error
+                    nothing_found = True  # (with an LLM: LightRAG asked it nothing; its canned "Sorry" is no answer)
+        except LLMCallError as down:
+            return await _context_instead(config, question, down, rag=rag, **instead)
         data = raw.get("data") or {}
         answer = None
         llm = raw.get("llm_response") or {}
@@ -231,7 +247,16 @@ async def query_store(
             nothing_found = True  # LightRAG's canned reply without a call (no context, or no keywords for it)
         if use_llm and not nothing_found:
             if llm.get("is_streaming") and llm.get("response_iterator") is not None:
-                answer = await _collect(llm["response_iterator"], on_token)
+                received: list[str] = []
+                try:
+                    answer = await _collect(llm["response_iterator"], on_token, received)
+                except Exception as exc:
+                    cut_off = llm_call_error(exc)
+                    if cut_off is None:
+                        raise  # not the LLM's doing
+                    if not received:  # nothing shown yet: as if the call had failed before streaming
+                        return await _context_instead(config, question, cut_off, rag=rag, **instead)
+                    answer = "".join(received)
             else:
                 answer = llm.get("content")
             if answer is None:
@@ -252,7 +277,9 @@ async def query_store(
                                                                                           strict=True)]
     keywords = (raw.get("metadata") or {}).get("keywords") or {}
     reason = None
-    if answer is None and use_llm:
+    if cut_off is not None:
+        reason = f"the answer stopped part way, the LLM failed ({_one_line(cut_off)})"
+    elif answer is None and use_llm:
         other = "`wikirag search` may find notes" + ("" if mode == "naive" else "; so may `-m naive`")
         reason = f"LightRAG's {mode} retrieval found nothing for this question, so the LLM was not asked ({other})"
     elif answer is None:
@@ -269,7 +296,36 @@ async def query_store(
         relations=data.get("relationships", []),
         chunks=data.get("chunks", []),
         sources=sources,
+        answer_failed=cut_off is not None,
     )
+
+
+def _llm_failure(llm_func: Any, failed_before: Any, message: object) -> LLMCallError | None:
+    """The LLM's failure behind LightRAG's failure `message`: LightRAG returns it as text only, so it is the
+    LLMClient's last error when that is new and LightRAG's message carries it. None for any other failure (a bug
+    stays a QueryFailed)."""
+    error = getattr(llm_func, "last_error", None)
+    if not isinstance(error, LLMCallError) or error is failed_before:
+        return None
+    return error if str(error) in str(message) else None
+
+
+def _one_line(error: LLMCallError) -> str:
+    """The LLM's error in one line (a provider's 5xx body may run to many): provider, model, error class,
+    message; already redacted, and again, as every message that may show a provider's text."""
+    text = " ".join(redact(str(error)).split())
+    return text if len(text) <= 300 else text[:300] + " …"
+
+
+async def _context_instead(config: WikiragConfig, question: str, error: LLMCallError, **kwargs: Any
+                           ) -> QueryResult:
+    """The retrieved context, as without an LLM, with the LLM's failure as the reason; `bypass` has none."""
+    if kwargs["mode"] == "bypass":
+        raise QueryFailed(f"mode 'bypass' retrieves no context to show instead: the LLM failed ({_one_line(error)})")
+    result = await query_store(config, question, context_only=True, **kwargs)
+    result.no_answer_reason = f"the LLM failed ({_one_line(error)}); showing retrieved context"
+    result.answer_failed = True
+    return result
 
 
 @contextlib.contextmanager
@@ -296,8 +352,9 @@ def _fused_context(rag: Any, config: WikiragConfig, notes: NoteTable, question: 
         yield lexical
 
 
-async def _collect(iterator: AsyncIterator[str], on_token: Callable[[str], None] | None) -> str:
-    parts = []
+async def _collect(iterator: AsyncIterator[str], on_token: Callable[[str], None] | None,
+                   parts: list[str]) -> str:
+    """The streamed answer; `parts` holds what came, should the stream fail part way."""
     async for piece in iterator:
         parts.append(piece)
         if on_token:
