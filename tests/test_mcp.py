@@ -135,6 +135,45 @@ async def test_every_tool_over_stdio(built_vault):
 
 
 @pytest.mark.anyio
+async def test_query_with_an_unreachable_llm_returns_the_context_and_the_reason(built_vault):
+    """Not a tool error: the agent gets the retrieved context, `answer_failed` and why (never the key)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed once the block ends: nothing listens there
+    key = "sk-fake-mcp-0123456789abcdef"
+    params = _params(built_vault)
+    params.env |= {"WIKIRAG_LLM": "openai:gpt-4o-mini", "WIKIRAG_LLM_BASE_URL": f"http://127.0.0.1:{port}/v1",
+                   "WIKIRAG_LLM_MAX_RETRIES": "0", "OPENAI_API_KEY": key}
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        r = await session.call_tool("query", {"question": "Who designed the Bombe?", "mode": "hybrid"})
+        assert not r.is_error, r.content
+        out = r.structured_content
+        assert out["answer"] is None and out["answer_failed"] is True
+        assert "openai:gpt-4o-mini: APIConnectionError" in out["no_answer_reason"]
+        assert out["passages"] and out["sources"] and key not in str(r.content)
+
+
+@pytest.mark.anyio
+async def test_query_with_a_working_llm_answers(built_vault):
+    """The served engine's LightRAG asks the configured LLM (it was opened without one, and every query with an
+    LLM failed with "this step needs an LLM")."""
+    from tests.fakeapi import FakeAPI
+
+    with FakeAPI() as api:
+        params = _params(built_vault)
+        params.env |= {"WIKIRAG_LLM": "openai:gpt-4o-mini", "WIKIRAG_LLM_BASE_URL": api.openai_base_url,
+                       "OPENAI_API_KEY": "sk-fake-mcp-0123456789abcdef"}
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            r = await session.call_tool("query", {"question": "Who designed the Bombe?", "mode": "hybrid"})
+        assert not r.is_error, r.content
+        assert "fake answer" in r.structured_content["answer"] and not r.structured_content["answer_failed"]
+
+
+@pytest.mark.anyio
 async def test_watch_keeps_the_served_index_following_the_vault(tmp_path):
     """`--watch`: a fresh vault is indexed while serving, and a saved edit becomes searchable."""
     import anyio

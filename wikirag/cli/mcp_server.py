@@ -81,6 +81,8 @@ class QueryOut(BaseModel):
     mode: str
     answer: str | None
     no_answer_reason: str | None
+    answer_failed: bool = Field(False, description="the LLM failed: the context came without its answer, or the "
+                                "answer stopped part way; no_answer_reason says why")
     keywords: dict[str, list[str]]
     facts: list[Fact]
     passages: list[Passage]
@@ -138,7 +140,8 @@ def build_server(config: WikiragConfig, *, watch: bool = False, llm_func: Any = 
                 await asyncio.sleep(0.2)  # being finished, is still being built
             if watcher.done() and watcher.exception() is not None:
                 raise watcher.exception()
-        async with WarmEngine(config, **engine_kwargs) as engine:
+        # the engine's LightRAG asks this LLM (query_store cannot hand one to an open engine)
+        async with WarmEngine(config, **({"llm_func": llm_func} if llm_func else {}), **engine_kwargs) as engine:
             engine.watching = watch
             try:
                 yield engine
@@ -206,7 +209,8 @@ def build_server(config: WikiragConfig, *, watch: bool = False, llm_func: Any = 
                               notes=_split(r.get("file_path")),
                               origin=pairs.get((min(src, tgt), max(src, tgt)), "unknown")))
         return QueryOut(question=result.question, mode=result.mode, answer=result.answer,
-                        no_answer_reason=result.no_answer_reason, keywords=result.keywords, facts=facts,
+                        no_answer_reason=result.no_answer_reason, answer_failed=result.answer_failed,
+                        keywords=result.keywords, facts=facts,
                         passages=[Passage(path=str(c.get("file_path", "")), content=str(c.get("content", "")))
                                   for c in result.chunks],
                         sources=[Source(**asdict(s)) for s in result.sources])
