@@ -36,6 +36,7 @@ class Watcher:
         self.config = load_config(vault, store=store)
         self.stop = threading.Event()
         self.batches: list = []
+        self.notices: list[str] = []
         self.ready = threading.Event()
         self.error: BaseException | None = None
         self.fences = 0
@@ -45,7 +46,8 @@ class Watcher:
         try:
             asyncio.run(watch_vault(self.config, quiet_seconds=QUIET, stop=self.stop,
                                     on_initial=lambda r: self.ready.set(), on_batch=self.batches.append,
-                                    poll_seconds=0.05, retry_seconds=0.3, embedding_func=HashEmbedding().func()))
+                                    on_notice=self.notices.append, poll_seconds=0.05, retry_seconds=0.3,
+                                    embedding_func=HashEmbedding().func()))
         except BaseException as exc:  # surfaced by the test
             self.error = exc
             self.ready.set()
@@ -774,3 +776,24 @@ def test_a_vault_a_thousand_folders_deep_is_watched_to_the_bottom(tmp_path):
         for top in (vault, staging):
             if top.exists():
                 _remove_deep(top)
+
+
+def test_a_vault_folder_renamed_away_is_reported_once_and_its_return_followed(vault, tmp_path):
+    """A user who renames the vault folder while `watch` runs saw nothing at all: the watch (its store inside the
+    vault went with it) waits for the folder to come back, and now says so, once, and says when it is back."""
+    with Watcher(vault, tmp_path / "store") as watcher:
+        vault.rename(tmp_path / "renamed")
+        deadline = time.monotonic() + STUCK
+        while not watcher.notices and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)  # more polls while it is gone: still one notice
+        assert len(watcher.notices) == 1 and "is gone" in watcher.notices[0], watcher.notices
+        assert str(vault) in watcher.notices[0]
+        (tmp_path / "renamed" / "people" / "Alan Turing.md").write_text("Edited while the vault was away.\n")
+        time.sleep(QUIET * 3)  # its event names a path that is gone
+        (tmp_path / "renamed").rename(vault)
+        (vault / "Back.md").write_text("Saved after the vault came back; see [[Alan Turing]].\n")
+        watcher.settle()
+    assert len(watcher.notices) == 2 and "is back" in watcher.notices[1], watcher.notices
+    assert not [b for b in watcher.batches if b.error]
+    assert snapshot(watcher.config) == fresh_snapshot(vault, tmp_path / "fresh")

@@ -145,6 +145,7 @@ def watch(
                     typer.echo(json.dumps(asdict(item), ensure_ascii=False))
 
                 asyncio.run(watch_vault(config, quiet_seconds=quiet_seconds, on_batch=emit, on_initial=emit,
+                                        on_notice=lambda m: stderr_console().print(m, style="yellow", markup=False),
                                         stop=stop))
             else:
                 console = Console(stderr=True)
@@ -156,6 +157,7 @@ def watch(
                                                            f"in {r.seconds:.2f} s; watching for changes"),
                         on_batch=lambda b: (live.update(watch_status(b, str(vault), 0)),
                                             [console.print(line, markup=False) for line in watch_lines(b)]),
+                        on_notice=lambda m: console.print(m, style="yellow", markup=False),
                     ))
         stderr_console().print("stopped; the next start catches up with anything changed meanwhile")
     except KeyboardInterrupt:  # a second Ctrl-C while stopping

@@ -135,7 +135,8 @@ def build_server(config: WikiragConfig, *, watch: bool = False, llm_func: Any = 
         if watch:
             from wikirag.index.watch import watch_vault
 
-            watcher = asyncio.create_task(watch_vault(config, stop=stop, on_batch=_log_batch, **engine_kwargs))
+            watcher = asyncio.create_task(watch_vault(config, stop=stop, on_batch=_log_batch, on_notice=_log_notice,
+                                                      **engine_kwargs))
             while not _ledger_ready(config) and not watcher.done():  # a first index, or a rebuild cut short
                 await asyncio.sleep(0.2)  # being finished, is still being built
             if watcher.done() and watcher.exception() is not None:
@@ -246,6 +247,10 @@ def build_server(config: WikiragConfig, *, watch: bool = False, llm_func: Any = 
         return StatusOut.model_validate(asdict(engine_of(ctx).status()))
 
     return server
+
+
+def _log_notice(message: str) -> None:
+    print(f"wikirag watch: {message}", file=sys.stderr)
 
 
 def _log_batch(batch: Any) -> None:

@@ -77,12 +77,14 @@ async def watch_vault(
     quiet_seconds: float = 1.0,
     on_batch: Callable[[BatchReport], None] | None = None,
     on_initial: Callable[[IndexReport], None] | None = None,
+    on_notice: Callable[[str], None] | None = None,
     stop: threading.Event | None = None,
     poll_seconds: float = 0.1,
     retry_seconds: float = 30.0,
     **engine_kwargs: Any,
 ) -> None:
-    """Index once, then follow the vault until `stop` is set (or Ctrl-C)."""
+    """Index once, then follow the vault until `stop` is set (or Ctrl-C). `on_notice` hears, in one line, what
+    the watch cannot act on: the vault folder gone (moved, renamed or deleted) and its return."""
     stop = stop or threading.Event()
     VaultNotFound.unless_folder(config.vault)
     require_server_env(config.storage)  # a server storage LightRAG cannot connect to: one line, nothing opened
@@ -144,14 +146,23 @@ async def watch_vault(
                     if on_initial:
                         on_initial(initial)
                     retry.after(initial, hinting is not None)
-                rescan = reread = False
+                rescan = reread = gone = False
                 while not stop.is_set():
                     await handoff.pause(poll_seconds)
                     watches.stop_retired(time.monotonic())
                     now = folder_identity(config.vault)
+                    if gone and now is not None:
+                        if on_notice:
+                            on_notice(f"the vault folder {config.vault} is back")
+                        gone, rescan = False, True  # what changed while it was away is read from disk
                     if now != root or collector.root_lost:  # the vault folder was removed or replaced
                         if now is None:
                             handoff.answer(handoff.take(), error=f"the vault folder {config.vault} is gone")
+                            if not gone and on_notice:
+                                on_notice(f"the vault folder {config.vault} is gone (moved, renamed or deleted): "
+                                          "waiting for it to come back; to follow it under a new name, stop and "
+                                          "start `wikirag watch` there")
+                            gone = True
                             continue  # gone (rm -rf, a sync tool, a restore): wait for it to come back
                         # Back as another folder: the old one's watches died with it (its inode number may
                         # come round again, hence root_lost). Watch the new one and read it whole.
