@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from pathlib import Path
 from urllib.parse import quote
@@ -264,3 +265,33 @@ def test_a_pasted_book_is_not_a_question(store):
     with pytest.raises(QueryFailed, match="characters long"):
         ask(store, "Enigma " * (MAX_QUESTION_CHARS // 7 + 1))
     assert ask(store, "Who designed the Bombe? " + "Context. " * 500).sources  # a long question is fine
+
+
+def test_an_interrupted_index_is_named_by_query_search_and_doctor(tmp_path, fast_embedding):
+    """A first index killed mid-batch left every note of the batch in the ledger and none in LightRAG: `query`
+    printed a header and nothing else, and `doctor` counted those notes as indexed."""
+    from typer.testing import CliRunner
+
+    from tests.storekit import indexed_copy
+    from wikirag.cli import app
+    from wikirag.index.ledger import Ledger
+
+    config = indexed_copy(Path(__file__).resolve().parent.parent / "sample_vault", tmp_path / "vault")
+    runner = CliRunner()
+    ok = runner.invoke(app, ["query", "Who designed the Bombe?", "--vault", str(config.vault), "--json"])
+    assert ok.exit_code == 0 and json.loads(ok.stdout)["notes"] == []
+    ledger = Ledger.load(config.workspace_dir)
+    ledger.pending.chunk_notes = set(sorted(ledger.notes)[:3])  # as a run leaves it before its writes
+    ledger.save()
+    line = "the last index run was interrupted and left 3 notes unwritten"
+    out = runner.invoke(app, ["query", "Who designed the Bombe?", "--vault", str(config.vault), "--json"])
+    assert out.exit_code == 0 and out.stdout and line in json.loads(out.stdout)["notes"][0]
+    shown = runner.invoke(app, ["search", "Bombe", "--vault", str(config.vault), "-m", "lexical"],
+                          env={"COLUMNS": "200"})
+    assert line in shown.output
+    doctor = runner.invoke(app, ["doctor", str(config.vault)], env={"COLUMNS": "300"})
+    assert f"{len(ledger.notes) - 3} notes indexed" in doctor.output and "left 3 notes unwritten" in doctor.output
+    completed = runner.invoke(app, ["index", str(config.vault)])  # completes the run: the line goes
+    assert completed.exit_code == 0, completed.output
+    done = runner.invoke(app, ["query", "Who designed the Bombe?", "--vault", str(config.vault), "--json"])
+    assert json.loads(done.stdout)["notes"] == []

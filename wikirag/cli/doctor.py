@@ -152,11 +152,14 @@ def _store(config: WikiragConfig) -> Check:
     if problem:
         return Check("store", "fail", problem)
     pending = sum(1 for e in ledger.notes.values() if e.status == "pending_extraction")
-    detail = f"{len(ledger.notes)} notes indexed in {store.location}"
+    unwritten = len(ledger.pending.chunk_notes & set(ledger.notes))  # listed by a run that stopped before writing
+    detail = f"{len(ledger.notes) - unwritten} notes indexed in {store.location}"
     if pending:
         detail += f"; {pending} notes wait for LLM extraction"
     if not ledger.pending.empty():
-        return Check("store", "warn", detail + "; an interrupted run left writes that the next index completes")
+        left = f"{unwritten} notes unwritten" if unwritten else "writes unfinished"
+        return Check("store", "warn", f"{detail}; an interrupted run left {left}: the next `wikirag index` "
+                     "completes them")
     return Check("store", "ok", detail)
 
 

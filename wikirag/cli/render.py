@@ -178,6 +178,8 @@ def render_index_report(report: IndexReport, console: Console) -> None:
 
 
 def render_query_result(result: QueryResult, console: Console, *, answer_streamed: bool = False) -> None:
+    for note in result.notes:
+        console.print(Text(note, style="yellow"))
     if result.answer is not None and not answer_streamed:
         from rich.markdown import Markdown  # markdown-it behind it: only an answer pays for the import
 
@@ -201,6 +203,8 @@ def render_query_result(result: QueryResult, console: Console, *, answer_streame
 
 
 def _render_context(result: QueryResult, console: Console) -> None:
+    if not (result.entities or result.relations or result.chunks):
+        console.print(Text("LightRAG retrieved nothing for this question.", style="yellow"))
     if result.entities:
         entities = Table(title="Entities", box=None, title_justify="left", title_style="bold")
         entities.add_column("#", justify="right")

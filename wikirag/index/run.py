@@ -39,7 +39,7 @@ from wikirag.lightrag.hinting import HintingLLM
 from wikirag.lightrag.tokens import count_tokens
 from wikirag.lightrag.writer import StoreWriter
 from wikirag.settings import WikiragConfig
-from wikirag.storage.ledger_store import ledger_store, recorded_meta
+from wikirag.storage.ledger_store import ledger_store, recorded_meta, unfinished_writes
 from wikirag.storage.locks import writer_lock
 from wikirag.storage.postgres import keep_vectors_inline, tend_changed_tables
 from wikirag.storage.server_env import require_server_env
@@ -284,6 +284,8 @@ def _unchanged(config: WikiragConfig, config_key: str, report: IndexReport, star
     shared = config.storage.uses_postgres and not config.storage.embedded  # a server other machines may write to
     if shared and REBUILDING in (recorded_meta(config.storage, config.workspace_dir, config.workspace) or {}):
         return False  # another machine's rebuild was cut short in the shared ledger: this run finishes it
+    if unfinished_writes(config.storage, config.workspace_dir, config.workspace) is not None:
+        return False  # a run (another machine's, on a shared ledger) stopped before its writes: this one ends them
     vars(report).update(figures, notes_unchanged=figures["notes_total"] - figures["notes_skipped"],
                         seconds=round(time.perf_counter() - started, 3))
     return True

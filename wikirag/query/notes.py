@@ -51,6 +51,19 @@ def as_question(text: str) -> str:
 MAX_QUESTION_CHARS = 8_000  # about 1,400 words: a question with a paragraph of context fits
 
 
+def unfinished_index(config: WikiragConfig) -> str | None:
+    """One line when the last index run stopped before writing everything it promised (a kill, a crash, a
+    Ctrl-C mid-batch): answers may miss those notes until the next `wikirag index` completes the run."""
+    from wikirag.storage.ledger_store import unfinished_writes
+
+    owed = unfinished_writes(config.storage, config.workspace_dir, config.workspace)
+    if owed is None:
+        return None
+    what = f"{owed} note{'s' if owed != 1 else ''} unwritten" if owed else "some links unwritten"
+    return (f"the last index run was interrupted and left {what}: results may miss them until "
+            f"`wikirag index {config.vault}` completes it")
+
+
 def read_question(text: str, what: str = "question") -> str:
     """`as_question`, refusing an empty text and one over MAX_QUESTION_CHARS: LightRAG embeds a question whole
     and its keywords (37 s for a pasted 700 KB), and BM25 and the passages read every word of it."""

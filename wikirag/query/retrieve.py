@@ -22,7 +22,7 @@ from wikirag.index.store_model import adopt_store_embedding
 from wikirag.lightrag.engine import open_engine
 from wikirag.lightrag.query import errors_held, failure_message, query_param, too_short_for_retrieval
 from wikirag.llm.retry import LLMCallError, llm_call_error
-from wikirag.query.notes import NoteTable, obsidian_uri, read_note_table, read_question
+from wikirag.query.notes import NoteTable, obsidian_uri, read_note_table, read_question, unfinished_index
 from wikirag.redaction import redact
 from wikirag.settings import STORE_DIRNAME, WikiragConfig
 
@@ -72,6 +72,7 @@ class QueryResult:
     # The LLM failed (unreachable, key refused, rate limited, 5xx): the context came back without its answer,
     # or the answer stopped part way; `no_answer_reason` says why. The CLI exits with status 3.
     answer_failed: bool = False
+    notes: list[str] = field(default_factory=list)  # why a result may be short, e.g. an interrupted index
 
 
 def find_vault(start: Path, environ: dict[str, str] | None = None) -> Path:
@@ -296,6 +297,7 @@ async def query_store(
         relations=data.get("relationships", []),
         chunks=data.get("chunks", []),
         sources=sources,
+        notes=[note for note in (unfinished_index(config),) if note],
         answer_failed=cut_off is not None,
     )
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from wikirag.errors import QueryFailed
 from wikirag.index.lexical import IS_CJK, tokenize
 from wikirag.markdown.chunking import heading_path
-from wikirag.query.notes import NoteTable, obsidian_uri, read_question
+from wikirag.query.notes import NoteTable, obsidian_uri, read_question, unfinished_index
 from wikirag.query.ranking import FUSION, fuse, note_rankings, rrf
 from wikirag.vault.on_disk import Listings
 from wikirag.vault.read import read_vault_note
@@ -152,6 +152,9 @@ async def search_notes(config: WikiragConfig, query: str, *, notes: NoteTable, l
     result_notes: list[str] = []
     if lexical is None:
         result_notes.append("no lexical index in this store yet: run `wikirag index` once to build it")
+    unfinished = unfinished_index(config)
+    if unfinished:
+        result_notes.append(unfinished)
     retrieved = None
     if mode != "lexical":
         from wikirag.lightrag.query import too_short_for_retrieval

@@ -353,6 +353,17 @@ def recorded_meta(settings: StorageSettings, workspace_dir: Path, workspace: str
     return None if head is None else head.get("meta") or {}
 
 
+def unfinished_writes(settings: StorageSettings, workspace_dir: Path, workspace: str) -> int | None:
+    """None when the last run finished its writes; else how many notes' chunks it promised and may not have
+    written (0 when only graph records are owed). An interrupted first index leaves every note of its batch
+    listed in the ledger with none of it in LightRAG yet. Reads the ledger's head only."""
+    head = ledger_store(settings, workspace_dir, workspace).head()
+    pending = (head or {}).get("pending") or {}
+    if not any(pending.values()):
+        return None
+    return len(pending.get("chunk_notes") or [])
+
+
 def recorded_embedding(settings: StorageSettings, workspace_dir: Path, workspace: str) -> str | None:
     """The embedding identity a workspace was built with (`provider:model:dim`; "" if its ledger does not
     say), or None when the workspace has no ledger yet. Reads the ledger's head only."""
