@@ -57,9 +57,12 @@ def main(
     """
 
 
-def vault_path(value: str) -> Path:
+def vault_path(value: str | Path) -> Path:
     """A vault named on the command line. An empty one (`wikirag index "$VAULT"` with VAULT unset) would be the
-    current folder to Path(""): refused, so a script does not index wherever it runs."""
+    current folder to Path(""): refused, so a script does not index wherever it runs. A command's own default
+    (doctor's Path(".")) comes through here as a Path, already meant."""
+    if isinstance(value, Path):
+        return value
     if not value.strip():
         raise typer.BadParameter("the vault path is empty")
     return Path(value)
