@@ -484,3 +484,22 @@ def test_status_of_a_vault_a_thousand_folders_deep(tmp_path, fast_embedding):
         while folder != vault:
             folder.rmdir()
             folder = folder.parent
+
+
+def test_a_note_named_with_an_uppercase_extension_is_a_note_to_every_reader(tmp_path, fast_embedding):
+    """`NOTES.MD` is a note to the scanner (vault.links.is_note): status counted it stale for ever, its
+    obsidian:// link kept `.MD`, and get_note("b/loud.md") gave the first note so named, not b/LOUD.MD."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "NOTES.MD").write_text("Shouting notes about the enigma rotor.\n", encoding="utf-8")
+    for folder in ("a", "b"):
+        (vault / folder).mkdir()
+        (vault / folder / "LOUD.MD").write_text(f"Loud note in {folder}.\n", encoding="utf-8")
+    assert invoke("index", str(vault)).exit_code == 0
+    assert _engine_call(vault, "status").stale_notes == 0
+    result = invoke("search", "enigma rotor", "--vault", str(vault), "-m", "lexical", "--json")
+    hit = json.loads(result.stdout)["hits"][0]
+    assert hit["path"] == "NOTES.MD" and hit["obsidian_uri"].endswith("file=NOTES"), hit
+    assert _engine_call(vault, "get_note", "NOTES.MD").path == "NOTES.MD"
+    assert _engine_call(vault, "get_note", "notes").path == "NOTES.MD"
+    assert _engine_call(vault, "get_note", "b/loud.md").path == "b/LOUD.MD"  # by path, not the first so named

@@ -20,6 +20,7 @@ from wikirag.index.store_model import adopt_store_embedding
 from wikirag.query.notes import NoteTable, obsidian_uri, read_note_table
 from wikirag.query.search import SearchResult, search_notes
 from wikirag.settings import WikiragConfig
+from wikirag.vault.links import is_note
 from wikirag.vault.on_disk import nfc, walk_folders
 from wikirag.vault.read import read_vault_note
 
@@ -252,7 +253,7 @@ class WarmEngine:
             for name in filenames:
                 file = Path(folder, name)
                 rel = nfc(file.relative_to(root).as_posix())  # as the index records it (NFD on macOS)
-                if not name.endswith(".md") or name.startswith(".") or rules.ignored(rel):
+                if not is_note(name) or name.startswith(".") or rules.ignored(rel):
                     continue
                 seen.add(rel)
                 try:

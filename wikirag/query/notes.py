@@ -23,6 +23,7 @@ from wikirag.errors import QueryFailed
 from wikirag.index.lexical import IS_CJK, NAMES_FILENAME
 from wikirag.index.search_rows import read_rows
 from wikirag.settings import WikiragConfig
+from wikirag.vault.links import is_note
 
 _WORDCHAR = re.compile(r"\w")
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -209,13 +210,13 @@ class NoteTable:
 
     @cached_property
     def _by_path(self) -> dict[str, str]:
-        return {fold(p.removesuffix(".md")): p for p in self.notes}
+        return {fold(p[:-3] if is_note(p) else p): p for p in self.notes}
 
     def _lookup(self, raw: str) -> str | None:
         for candidate in (raw, f"{raw}.md"):
             if candidate in self.notes:
                 return candidate
-        folded = fold(raw.removesuffix(".md"))
+        folded = fold(raw[:-3] if is_note(raw) else raw)
         if folded in self._by_path:
             return self._by_path[folded]
         paths = self.by_name.get(folded) or self.by_name.get(fold(Path(raw).stem))
@@ -260,7 +261,7 @@ def _vault_name(vault: Path) -> str:
 
 def obsidian_uri(vault: Path, path: str, heading: str = "") -> str:
     """obsidian://open?vault=…&file=… (a heading is appended to the file as Obsidian's #anchor)."""
-    file = path[:-3] if path.endswith(".md") else path
+    file = path[:-3] if is_note(path) else path
     if heading and " > " in heading:  # a section below the note's title
         file += "#" + heading.split(" > ")[-1]
     return "obsidian://open?" + urllib.parse.urlencode(
