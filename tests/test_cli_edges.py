@@ -27,3 +27,29 @@ def test_doctor_without_a_vault_checks_the_current_folder(tmp_path, monkeypatch)
     assert not isinstance(result.exception, AttributeError), repr(result.exception)
     checks = json.loads(result.stdout)["checks"]
     assert checks and checks[0]["name"] == "vault", checks
+
+
+def test_export_writes_the_format_its_file_name_says(tmp_path, fast_embedding):
+    """`export -o graph.json` wrote GraphML into the .json file, silently."""
+    vault = small_vault(tmp_path / "vault")
+    assert runner.invoke(app, ["index", str(vault)]).exit_code == 0
+    guessed = tmp_path / "graph.json"
+    result = runner.invoke(app, ["export", "--vault", str(vault), "-o", str(guessed)])
+    assert result.exit_code == 0, result.output
+    assert {"nodes", "edges"} <= set(json.loads(guessed.read_text(encoding="utf-8")))
+    graphml = tmp_path / "graph.GraphML"
+    assert runner.invoke(app, ["export", "--vault", str(vault), "-o", str(graphml)]).exit_code == 0
+    assert graphml.read_text(encoding="utf-8").startswith("<graphml")
+    plain = tmp_path / "graph.out"  # no format's extension: GraphML, as before
+    assert runner.invoke(app, ["export", "--vault", str(vault), "-o", str(plain)]).exit_code == 0
+    assert plain.read_text(encoding="utf-8").startswith("<graphml")
+
+
+def test_export_refuses_a_format_its_file_name_contradicts(tmp_path, fast_embedding):
+    vault = small_vault(tmp_path / "vault")
+    assert runner.invoke(app, ["index", str(vault)]).exit_code == 0
+    out = tmp_path / "graph.json"
+    result = runner.invoke(app, ["export", "--vault", str(vault), "--format", "graphml", "-o", str(out)])
+    assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
+    assert "--format graphml contradicts graph.json" in result.output
+    assert not out.exists()

@@ -209,7 +209,11 @@ def cost_estimate(
 def export(
     output: Annotated[Path, typer.Option("--output", "-o", help="File to write.", show_default=False)],
     *,
-    fmt: Annotated[str, typer.Option("--format", help="graphml (Gephi, yEd) or json.")] = "graphml",
+    fmt: Annotated[
+        str | None,
+        typer.Option("--format", help="graphml (Gephi, yEd) or json (default: the file's extension, else graphml).",
+                     show_default=False),
+    ] = None,
     vault: Annotated[Path | None, typer.Option("--vault", help="Vault (default: found upwards).",
                                                parser=vault_path)] = None,
     store: StoreOpt = None,
@@ -218,16 +222,15 @@ def export(
 
     Example:
 
-        wikirag export --vault ~/Notes --format graphml -o notes.graphml
+        wikirag export --vault ~/Notes -o notes.graphml
         wikirag export --format json -o - | jq '.nodes | length'
     """
-    from wikirag.query.export import export_document, export_graph
+    from wikirag.query.export import export_document, export_format, export_graph
     from wikirag.query.retrieve import find_vault
 
     try:
+        fmt = export_format(output, fmt)
         config = build_config(vault or find_vault(Path.cwd()), store=store)
-        if fmt not in {"graphml", "json"}:
-            fail(f"--format {fmt!r}: use graphml or json")
         if str(output) == "-":
             graph, document = export_document(config, fmt)
             typer.echo(document, nl=False)

@@ -21,6 +21,7 @@ from wikirag.storage.fs import atomic_write_bytes
 from wikirag.storage.ledger_store import ledger_store
 
 SEP = "<SEP>"
+EXPORT_FORMATS = ("graphml", "json")  # each also the file extension that names it
 
 
 @dataclass
@@ -116,8 +117,25 @@ def graph_document(graph: Graph, fmt: str) -> str:
 
 
 def _check_format(fmt: str) -> None:
-    if fmt not in {"graphml", "json"}:
+    if fmt not in EXPORT_FORMATS:
         raise ValueError(f"unknown export format {fmt!r}; use graphml or json")
+
+
+def export_format(out: Path, fmt: str | None) -> str:
+    """The format `export` writes to `out`: `fmt` when given, else the one the file's extension names
+    (`.json`, `.graphml`), else GraphML. A format the extension contradicts is refused: GraphML in a .json
+    file opens nowhere, and it was written silently."""
+    named = out.suffix.lower().removeprefix(".")
+    named = named if named in EXPORT_FORMATS and str(out) != "-" else None
+    if fmt is None:
+        return named or "graphml"
+    chosen = fmt.strip().lower()
+    if chosen not in EXPORT_FORMATS:
+        raise ExportRefused(f"--format {fmt!r}: use graphml or json")
+    if named and named != chosen:
+        raise ExportRefused(f"--format {chosen} contradicts {out.name}: drop --format, or name the file "
+                            f"{out.stem}.{chosen}")
+    return chosen
 
 
 def check_export_path(config: WikiragConfig, out: Path) -> Path:
