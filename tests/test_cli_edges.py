@@ -53,3 +53,17 @@ def test_export_refuses_a_format_its_file_name_contradicts(tmp_path, fast_embedd
     assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
     assert "--format graphml contradicts graph.json" in result.output
     assert not out.exists()
+
+
+def test_a_frontmatter_route_that_is_no_route_is_reported_not_ignored_silently(tmp_path, fast_embedding):
+    """`wikirag: skp` indexed the note as if the line were not there, and said nothing."""
+    vault = small_vault(tmp_path / "vault")
+    (vault / "Draft.md").write_text("---\nwikirag: skp\nrelated: \"[[Bombe]]\"\n---\nA draft.\n", encoding="utf-8")
+    (vault / "Kept.md").write_text("---\nwikirag: Skip\n---\nKept out.\n", encoding="utf-8")
+    line = "Draft.md: frontmatter wikirag: 'skp' ignored; use inject, extract, skip"
+    indexed = runner.invoke(app, ["index", str(vault), "--json"])
+    assert indexed.exit_code == 0, indexed.output
+    assert json.loads(indexed.stdout)["issues"] == [line]
+    stats = json.loads(runner.invoke(app, ["stats", str(vault), "--json"]).stdout)
+    assert stats["frontmatter_problems"] == [{"path": "Draft.md", "error": line.split(": ", 1)[1]}]
+    assert stats["frontmatter_links"] >= 1  # the rest of the block is still read

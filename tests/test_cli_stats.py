@@ -92,7 +92,8 @@ def test_human_output(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert "notes" in out and "Resolved links per note" in out
-    assert "Frontmatter problems: 3" in out and "Bad date.md: " not in out  # a date that is none stays text
+    assert "Frontmatter problems: 4" in out and "Bad date.md: " not in out  # a date that is none stays text
+    assert "Route unknown.md: frontmatter wikirag: 'sometimes' ignored; use inject, extract, skip" in out
     assert "Broken YAML.md: invalid YAML at line 4" in out
     assert "Duplicate key.md: invalid YAML at line" in out
 

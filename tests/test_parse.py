@@ -262,7 +262,6 @@ FRONTMATTER_VARIANTS = [
     ('title: ""', "title", "My Note"),
     ("summary: From summary", "description", "From summary"),
     ("wikirag: EXTRACT", "route_override", "extract"),
-    ("wikirag: maybe", "route_override", None),
     ("TYPE: Concept", "type", "Concept"),
 ]
 
@@ -272,6 +271,12 @@ def test_frontmatter_variants(yaml: str, field: str, value: object) -> None:
     note = fm(yaml)
     assert note.frontmatter_error is None
     assert getattr(note, field) == value
+
+
+def test_a_frontmatter_route_that_is_no_route_is_ignored_and_said() -> None:
+    note = fm("wikirag: maybe\ntitle: Kept")
+    assert note.route_override is None and note.title == "Kept"  # the rest of the block is read
+    assert note.frontmatter_error == "frontmatter wikirag: 'maybe' ignored; use inject, extract, skip"
 
 
 def test_frontmatter_is_read_as_yaml_1_2_as_obsidian_reads_it() -> None:

@@ -54,7 +54,7 @@ class ParsedNote:
     aliases: list[str] = field(default_factory=list)
     tags: list[str] = field(default_factory=list)  # lower-cased, no leading "#", frontmatter + inline
     frontmatter: dict = field(default_factory=dict)  # every key, JSON-safe values
-    frontmatter_error: str | None = None  # one line: why the YAML block was ignored
+    frontmatter_error: str | None = None  # one line: why the YAML block, or a value in it, was ignored
     body: str = ""  # text after the frontmatter, newlines normalised to "\n"
     body_line_offset: int = 0  # lines taken by the frontmatter block (body line 1 = file line offset+1)
     headings: list[Heading] = field(default_factory=list)

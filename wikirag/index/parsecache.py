@@ -43,8 +43,9 @@ from wikirag.vault.memory import cyclic_gc_paused
 # writes it (1e3: 1000); 20: inline tags open where Obsidian's inline chunks start (`#a#b`, `**#t**`, `[[x]]#t`)
 # and stand in a link's text, and a heading inside a blockquote or callout is no heading (docs/parsing.md); an
 # Excalidraw drawing is one payload, its stand-in one line (body tokens); 21: a base64 run broken into lines
-# (a PEM block, MIME's) is a payload (body tokens, routing figures).
-CACHE_VERSION = 21
+# (a PEM block, MIME's) is a payload (body tokens, routing figures); 22: a frontmatter `wikirag:` value that is
+# no route is a frontmatter_error line.
+CACHE_VERSION = 22
 RACY_NS = 2_000_000_000  # a file modified this close before its row was written may change unseen
 
 

@@ -88,7 +88,7 @@ def parse_note(text: str, path: str) -> ParsedNote:
         aliases=props.aliases,
         tags=tags,
         frontmatter=props.data,
-        frontmatter_error=props.error,
+        frontmatter_error=props.error or props.problem,
         body=body,
         body_line_offset=offset,
         headings=[Heading(level, title, line + offset + 1) for _, level, title, line in layout.headings],

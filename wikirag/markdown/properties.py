@@ -42,6 +42,7 @@ class Properties:
     aliases: list[str] = field(default_factory=list)
     tags: list[str] = field(default_factory=list)
     route_override: str | None = None
+    problem: str | None = None  # one line: a value read but not used (the rest of the block is read)
 
 
 class _TooBig(Exception):
@@ -164,7 +165,10 @@ def _read_known_keys(data: dict) -> Properties:
                         return text
         return None
 
-    route = (first_text("wikirag") or "").lower()
+    written = first_text("wikirag")
+    route = (written or "").lower()
+    problem = None if not written or route in ROUTES else (
+        f"frontmatter wikirag: {written!r} ignored; use {', '.join(ROUTES)}")  # a typo'd skip indexed silently
     return Properties(
         data=data,
         title=first_text("title"),
@@ -173,6 +177,7 @@ def _read_known_keys(data: dict) -> Properties:
         aliases=_strings([*by_key.get("aliases", ()), *by_key.get("alias", ())], _SPLIT_LIST),
         tags=_tags([*by_key.get("tags", ()), *by_key.get("tag", ())]),
         route_override=route if route in ROUTES else None,
+        problem=problem,
     )
 
 
