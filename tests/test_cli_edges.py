@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from wikirag.cli import app
@@ -67,3 +68,12 @@ def test_a_frontmatter_route_that_is_no_route_is_reported_not_ignored_silently(t
     stats = json.loads(runner.invoke(app, ["stats", str(vault), "--json"]).stdout)
     assert stats["frontmatter_problems"] == [{"path": "Draft.md", "error": line.split(": ", 1)[1]}]
     assert stats["frontmatter_links"] >= 1  # the rest of the block is still read
+
+
+@pytest.mark.parametrize("args", [["query", "x", "--vault"], ["search", "x", "--vault"], ["mcp"],
+                                  ["export", "-o", "-", "--vault"]])
+def test_a_vault_folder_that_is_not_there_is_said_to_be_missing(tmp_path, args):
+    """`query x --vault /typo` said "no index here; run `wikirag index /typo`", which then says no such folder."""
+    missing = tmp_path / "typo"
+    result = runner.invoke(app, [*args, str(missing)])
+    assert result.exit_code == 1 and result.output == f"Error: {missing}: no such vault folder\n", result.output

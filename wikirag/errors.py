@@ -52,6 +52,16 @@ class LLMNotConfigured(WikiragError):
 class StoreNotFound(WikiragError):
     """No index store exists where one was expected."""
 
+    @classmethod
+    def at(cls, workspace_dir: object, vault: object) -> WikiragError:
+        """The one wording for a vault with no index. A vault folder that is not there (a mistyped --vault) is
+        said to be missing, as `index` says it: indexing it would fail too."""
+        from pathlib import Path
+
+        if not Path(str(vault)).is_dir():
+            return VaultNotFound.at(vault)
+        return cls(f"{workspace_dir}: no index here; run `wikirag index {vault}` first")
+
 
 class QueryFailed(WikiragError):
     """A query could not be answered (bad mode, empty question, LLM failure)."""

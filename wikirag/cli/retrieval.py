@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from wikirag.cli.common import ConfigOpt, JsonOpt, LLMOpt, StoreOpt, app, build_config, fail, vault_path
-from wikirag.errors import WikiragError
+from wikirag.errors import VaultNotFound, WikiragError
 
 
 @app.command()
@@ -111,6 +111,7 @@ def mcp(
 
             refuse_unfinished(config)  # a rebuild cut short: its ledger may be gone, or hold some notes
             if not ledger_store(config.storage, config.workspace_dir, config.workspace).exists():
+                VaultNotFound.unless_folder(config.vault)  # a mistyped vault is said to be missing
                 fail(f"{config.workspace_dir}: no index here; run `wikirag index {config.vault}` first "
                      "(or start with --watch to index while serving)")
         else:  # another writer (index, watch, mcp --watch): said now in one line, not from inside the server

@@ -93,8 +93,7 @@ class WarmEngine:
 
     async def __aenter__(self) -> WarmEngine:
         if adopt_store_embedding(self.config) is None:  # questions are embedded with the store's own model
-            raise StoreNotFound(f"{self.config.workspace_dir}: no index here; "
-                                f"run `wikirag index {self.config.vault}` first")
+            raise StoreNotFound.at(self.config.workspace_dir, self.config.vault)
         self._reload()
         return self
 

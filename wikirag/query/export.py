@@ -40,7 +40,7 @@ class GraphStats:
 
 def _require_store(config: WikiragConfig) -> None:
     if not ledger_store(config.storage, config.workspace_dir, config.workspace).exists():
-        raise StoreNotFound(f"{config.workspace_dir}: no index here; run `wikirag index {config.vault}` first")
+        raise StoreNotFound.at(config.workspace_dir, config.vault)
 
 
 async def read_graph(config: WikiragConfig, **engine_kwargs: Any) -> Graph:

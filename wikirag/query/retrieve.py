@@ -179,7 +179,7 @@ async def query_store(
     question = read_question(question)
     # without an open store: check there is one, and embed the question with the store's own model
     if rag is None and adopt_store_embedding(config) is None:
-        raise StoreNotFound(f"{config.workspace_dir}: no index here; run `wikirag index {config.vault}` first")
+        raise StoreNotFound.at(config.workspace_dir, config.vault)
     if mode == "bypass" and llm_func is None:
         raise QueryFailed("mode 'bypass' sends the question straight to the LLM, and none is configured")
     if mode != "bypass" and too_short_for_retrieval(question):
