@@ -77,3 +77,15 @@ def test_a_vault_folder_that_is_not_there_is_said_to_be_missing(tmp_path, args):
     missing = tmp_path / "typo"
     result = runner.invoke(app, [*args, str(missing)])
     assert result.exit_code == 1 and result.output == f"Error: {missing}: no such vault folder\n", result.output
+
+
+@pytest.mark.parametrize("args", [["query", "Bombe", "sv"], ["search", "Bombe", "sv"], ["export", "sv", "-o", "x"]])
+def test_a_vault_given_where_the_command_takes_none_is_told_to_come_as_vault(tmp_path, monkeypatch, args):
+    """`wikirag query Bombe sv` (as `index sv` takes it) said only "unexpected extra argument (sv)"."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sv").mkdir()
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2 and "pass the vault with --vault sv" in result.output, result.output
+    (tmp_path / "sv").rmdir()  # an extra word that is no folder gets no hint
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2 and "--vault" not in result.output and "(sv)" in result.output, result.output

@@ -19,6 +19,7 @@ from wikirag.cli.common import (
     RouteOpt,
     StoreOpt,
     VaultArg,
+    VaultOptionCommand,
     app,
     build_config,
     fail,
@@ -83,7 +84,7 @@ def stats(
             render_graph_stats(graph, Console())
 
 
-@app.command()
+@app.command(cls=VaultOptionCommand)
 def query(
     question: Annotated[str, typer.Argument(help="The question.", show_default=False)],
     *,
@@ -205,7 +206,7 @@ def cost_estimate(
         render_cost_estimate(estimate, Console(), top=top)
 
 
-@app.command()
+@app.command(cls=VaultOptionCommand)
 def export(
     output: Annotated[Path, typer.Option("--output", "-o", help="File to write.", show_default=False)],
     *,

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from rich.console import Console
+from typer.core import TyperCommand
 
 from wikirag import __version__
 from wikirag.settings import WikiragConfig, load_config
@@ -55,6 +56,24 @@ def main(
 
         wikirag stats ~/Notes
     """
+
+
+class VaultOptionCommand(TyperCommand):
+    """A command that takes its vault as `--vault`: a folder given as an extra argument (`wikirag query Bombe
+    ~/Notes`, as `index ~/Notes` takes it) gets a hint after click's "unexpected extra argument"."""
+
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+        given = list(args)  # the parser consumes the list
+        try:
+            return super().parse_args(ctx, args)
+        except Exception as exc:  # click's UsageError, known by its message: Typer 0.28 carries its own click
+            message = getattr(exc, "message", None)
+            if isinstance(message, str) and message.startswith("Got unexpected extra argument"):
+                extras = f" {message[message.find(' (') + 2:-1]} "  # click names them in parentheses
+                folder = next((a for a in given if f" {a} " in extras and Path(a).expanduser().is_dir()), None)
+                if folder is not None:
+                    exc.message = f"{message}; pass the vault with --vault {folder}"  # type: ignore[attr-defined]
+            raise
 
 
 def vault_path(value: str | Path) -> Path:

@@ -10,11 +10,21 @@ from typing import Annotated
 
 import typer
 
-from wikirag.cli.common import ConfigOpt, JsonOpt, LLMOpt, StoreOpt, app, build_config, fail, vault_path
+from wikirag.cli.common import (
+    ConfigOpt,
+    JsonOpt,
+    LLMOpt,
+    StoreOpt,
+    VaultOptionCommand,
+    app,
+    build_config,
+    fail,
+    vault_path,
+)
 from wikirag.errors import VaultNotFound, WikiragError
 
 
-@app.command()
+@app.command(cls=VaultOptionCommand)
 def search(
     text: Annotated[str, typer.Argument(metavar="QUERY", help="Keywords or a question.", show_default=False)],
     *,
