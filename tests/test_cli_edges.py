@@ -89,3 +89,11 @@ def test_a_vault_given_where_the_command_takes_none_is_told_to_come_as_vault(tmp
     (tmp_path / "sv").rmdir()  # an extra word that is no folder gets no hint
     result = runner.invoke(app, args)
     assert result.exit_code == 2 and "--vault" not in result.output and "(sv)" in result.output, result.output
+
+
+@pytest.mark.parametrize("option", ["--price-in", "--price-out"])
+def test_a_negative_price_names_the_option(tmp_path, option):
+    """`--price-in -1` was said as `[cost] price_in = -1.0`, the config file's name for it."""
+    vault = small_vault(tmp_path / "vault")
+    result = runner.invoke(app, ["cost-estimate", str(vault), option, "-1"])
+    assert result.exit_code == 2 and f"'{option}': -1.0 is not in the range x>=0" in result.output, result.output

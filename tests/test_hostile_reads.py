@@ -181,8 +181,7 @@ def test_cost_estimate_prices_a_free_model_at_zero(tmp_path):
     ("toml", "price_in = -3\nprice_out = 1", "-3"),
     ("toml", "price_in = nan\nprice_out = 1", "nan"),
     ("prices", '[models.cheap]\ninput = "free"\noutput = 1', "'free'"),
-    ("flags", "", "-1.0"),
-])
+])  # a negative --price-in is the option's own range error (tests/test_cli_edges.py)
 def test_cost_estimate_refuses_a_price_that_is_not_a_number_at_least_zero(tmp_path, where, setting, shown):
     vault = tmp_path / "vault"
     vault.mkdir()
@@ -190,12 +189,10 @@ def test_cost_estimate_refuses_a_price_that_is_not_a_number_at_least_zero(tmp_pa
     args = ["cost-estimate", str(vault)]
     if where == "toml":
         (vault / "wikirag.toml").write_text(f"[cost]\n{setting}\n", encoding="utf-8")
-    elif where == "prices":
+    else:
         (tmp_path / "prices.toml").write_text(setting + "\n", encoding="utf-8")
         (vault / "wikirag.toml").write_text(f'[cost]\nprices_file = "{tmp_path / "prices.toml"}"\nmodel = "cheap"\n',
                                             encoding="utf-8")
-    else:
-        args += ["--price-in", "-1", "--price-out", "1"]
     result = invoke(*args)
     _one_line_error(result, shown, "number ≥ 0")
     if where == "prices":

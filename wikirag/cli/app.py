@@ -160,8 +160,8 @@ def cost_estimate(
     model: Annotated[
         str | None, typer.Option("--model", help="Price with this model (default: the LLM configured, or gpt-4o-mini).")
     ] = None,
-    price_in: Annotated[float | None, typer.Option("--price-in", help="USD per 1M input tokens.")] = None,
-    price_out: Annotated[float | None, typer.Option("--price-out", help="USD per 1M output tokens.")] = None,
+    price_in: Annotated[float | None, typer.Option("--price-in", min=0, help="USD per 1M input tokens.")] = None,
+    price_out: Annotated[float | None, typer.Option("--price-out", min=0, help="USD per 1M output tokens.")] = None,
     route: RouteOpt = None,
     top: Annotated[int, typer.Option("--top", help="How many of the most expensive notes to list.")] = 10,
     as_json: JsonOpt = False,
