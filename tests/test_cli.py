@@ -400,6 +400,8 @@ def test_modes_are_read_whatever_their_case(tmp_path, fast_embedding):
     ("[index]\nchunk_token_size = 400.5\n", "expected a whole number"),
     ("[index]\nbatch_size = [500]\n", "[index] batch_size: expected int, got [500]"),
     ("exlude = [\"drafts/**\"]\n", "unknown key 'exlude'"),  # a typo did nothing
+    ("[index]\nchunk_size = 400\n", "unknown key [index] chunk_size (known: batch_size, chunk_overlap_token_size, "
+                                     "chunk_token_size,"),  # the keys there are, as [route] lists them
     ("[route]\nmin_resolved_links = -1\n", "[route] min_resolved_links = -1: must be a number ≥ 0"),
     ("[embedding]\nmodel = \"local:nope\"\n", "unknown local embedding model 'nope'"),  # left a store folder
     # tracebacks before: text settings given a number, in the first command that read them

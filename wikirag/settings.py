@@ -223,7 +223,7 @@ def _apply(section_obj: Any, values: dict[str, Any], origin: str, section: str) 
     changes = {}
     for key, value in values.items():
         if key not in known:
-            raise ConfigError(f"{origin}: unknown key [{section}] {key}")
+            raise ConfigError(f"{origin}: unknown key [{section}] {key} (known: {', '.join(sorted(known))})")
         changes[key] = _coerce(value, getattr(section_obj, key), f"{origin} [{section}] {key}", known[key])
     return replace(section_obj, **changes)
 
