@@ -97,3 +97,19 @@ def test_a_negative_price_names_the_option(tmp_path, option):
     vault = small_vault(tmp_path / "vault")
     result = runner.invoke(app, ["cost-estimate", str(vault), option, "-1"])
     assert result.exit_code == 2 and f"'{option}': -1.0 is not in the range x>=0" in result.output, result.output
+
+
+def test_doctors_failed_llm_call_names_the_model_once(tmp_path, monkeypatch):
+    """It said "openai:gpt-4o-mini at …: openai:gpt-4o-mini: APIConnectionError: Connection error.; KEY is set"."""
+    import socket
+
+    with socket.socket() as closed:  # a port nothing listens on: the connection is refused at once
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789abcdef")
+    monkeypatch.setenv("WIKIRAG_LLM_BASE_URL", f"http://127.0.0.1:{port}/v1")
+    vault = small_vault(tmp_path / "vault")
+    result = runner.invoke(app, ["doctor", str(vault), "--llm", "openai:gpt-4o-mini", "--check-llm", "--json"])
+    llm = {c["name"]: c for c in json.loads(result.stdout)["checks"]}["llm"]
+    assert llm["status"] == "fail" and llm["detail"].count("gpt-4o-mini") == 1, llm
+    assert llm["detail"].endswith("APIConnectionError: Connection error; OPENAI_API_KEY is set"), llm

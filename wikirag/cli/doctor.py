@@ -184,7 +184,8 @@ def _llm(config: WikiragConfig, call: bool) -> Check:
         return Check("llm", "ok", f"{config.llm.model} at {where}{key_note} (add --check-llm to make one call)")
     result = check_llm(config.llm)
     if not result.ok:
-        return Check("llm", "fail", f"{config.llm.model} at {where}: {result.error}{key_note}")
+        error = (result.error or "").removesuffix(".")  # "Connection error." ends mid-line, before key_note
+        return Check("llm", "fail", f"{config.llm.model} at {where}: {error}{key_note}")
     return Check("llm", "ok", f"{config.llm.model} answered in {result.latency_s:.2f} s{key_note}")
 
 

@@ -49,8 +49,8 @@ async def acheck_llm(settings: LLMSettings, *, timeout_s: float | None = None) -
         reply = await client("Reply with OK", **cap)
         check.reply = str(reply).strip()[:80]
         check.ok = True
-    except WikiragError as exc:
-        check.error = redact(str(exc))
+    except WikiragError as exc:  # the check names the model already: its error need not start with it too
+        check.error = redact(str(exc)).removeprefix(f"{target.named}:{target.model}: ")
     except Exception as exc:  # an SDK missing or misbehaving: doctor reports, never crashes
         check.error = redact(f"{type(exc).__name__}: {exc}")
     check.latency_s = round(time.perf_counter() - started, 3)
