@@ -113,3 +113,14 @@ def test_doctors_failed_llm_call_names_the_model_once(tmp_path, monkeypatch):
     llm = {c["name"]: c for c in json.loads(result.stdout)["checks"]}["llm"]
     assert llm["status"] == "fail" and llm["detail"].count("gpt-4o-mini") == 1, llm
     assert llm["detail"].endswith("APIConnectionError: Connection error; OPENAI_API_KEY is set"), llm
+
+
+def test_cost_estimate_refuses_a_provider_index_refuses(tmp_path):
+    """`--model opnai:gpt-4o-mini` was priced as gpt-4o-mini, where `index --llm` refuses the provider."""
+    vault = small_vault(tmp_path / "vault")
+    result = runner.invoke(app, ["cost-estimate", str(vault), "--model", "opnai:gpt-4o-mini"])
+    assert result.exit_code == 1 and "unknown provider 'opnai'" in result.output, result.output
+    indexed = runner.invoke(app, ["index", str(vault), "--dry-run", "--llm", "opnai:gpt-4o-mini"])
+    assert indexed.exit_code == 1 and result.output == indexed.output
+    for model in ("openai:gpt-4o-mini", "gpt-4o-mini", "ollama:qwen2.5:7b"):  # as before
+        assert runner.invoke(app, ["cost-estimate", str(vault), "--model", model]).exit_code == 0, model

@@ -41,8 +41,15 @@ def read_vault(config: WikiragConfig, exclude: Sequence[str] | None = None, cach
 
 
 def estimate_cost(config: WikiragConfig, values: dict[str, Any] | None = None) -> Any:
-    """`wikirag cost-estimate`: plan.cost.estimate_for_config on the cached read of the vault."""
+    """`wikirag cost-estimate`: plan.cost.estimate_for_config on the cached read of the vault. A model named
+    with its provider is checked as `index` checks it: `opnai:gpt-4o-mini` was priced as gpt-4o-mini."""
+    from wikirag.llm.spec import parse_llm_spec
     from wikirag.plan.cost import estimate_for_config
+    from wikirag.plan.cost_settings import CostSettings
+
+    model = CostSettings.from_config(config, values).model  # the flag's, else [cost]'s, else the LLM's
+    if model and ":" in model:
+        parse_llm_spec(model)  # a ConfigError naming the providers there are
 
     with cyclic_gc_paused():  # a million long-lived objects (vault, per-note rows), no cycles: see vault.model
         cache = load_parse_cache(config.workspace_dir, config.index.encoding)
