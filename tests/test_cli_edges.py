@@ -124,3 +124,43 @@ def test_cost_estimate_refuses_a_provider_index_refuses(tmp_path):
     assert indexed.exit_code == 1 and result.output == indexed.output
     for model in ("openai:gpt-4o-mini", "gpt-4o-mini", "ollama:qwen2.5:7b"):  # as before
         assert runner.invoke(app, ["cost-estimate", str(vault), "--model", model]).exit_code == 0, model
+
+
+def test_counts_of_one_are_said_in_the_singular(tmp_path, fast_embedding, monkeypatch):
+    """"1 notes are indexed from their links", "1 notes, 1 attachments", "1 files with problems"."""
+    monkeypatch.setenv("COLUMNS", "200")
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    prose = "A note of plain prose about rotors and wiring, with no link for its graph to come from. " * 20
+    (vault / "Lone.md").write_text(f"---\ntitle: [broken\n---\n{prose}\n")  # for the LLM, which is not set
+    (vault / "pic.png").write_bytes(b"\x89PNG")
+    indexed = runner.invoke(app, ["index", str(vault)])
+    assert indexed.exit_code == 0, indexed.output
+    assert "1 note is indexed from its links and waits for LLM extraction" in indexed.output, indexed.output
+    doctor = runner.invoke(app, ["doctor", str(vault)]).output
+    assert "1 note, 1 attachment read in" in doctor and "1 file with problems" in doctor, doctor
+    assert "1 note indexed in" in doctor and "1 note waits for LLM extraction" in doctor, doctor
+    estimate = runner.invoke(app, ["cost-estimate", str(vault)]).output
+    assert estimate.startswith("1 note · "), estimate
+
+
+def test_cost_estimate_top_0_lists_no_notes(tmp_path):
+    vault = small_vault(tmp_path / "vault")
+    listed = runner.invoke(app, ["cost-estimate", str(vault)])
+    none = runner.invoke(app, ["cost-estimate", str(vault), "--top", "0"])
+    assert listed.exit_code == 0 and none.exit_code == 0, none.output
+    assert "Most expensive notes" in listed.output and "Most expensive notes" not in none.output
+    assert runner.invoke(app, ["cost-estimate", str(vault), "--top", "-1"]).exit_code == 2
+
+
+def test_watch_says_nothing_changed_when_it_starts_on_an_index_in_step(tmp_path, fast_embedding):
+    from wikirag.cli.render import watch_start_line
+    from wikirag.index.report import IndexReport
+
+    vault = small_vault(tmp_path / "vault")
+    first = runner.invoke(app, ["index", str(vault), "--json"])
+    again = IndexReport(**{k: v for k, v in json.loads(runner.invoke(app, ["index", str(vault), "--json"]).stdout)
+                           .items() if k in IndexReport.__dataclass_fields__})
+    assert watch_start_line(again) == "nothing changed in 2 notes since the last run; watching for changes"
+    ran = IndexReport(**{k: v for k, v in json.loads(first.stdout).items() if k in IndexReport.__dataclass_fields__})
+    assert watch_start_line(ran).startswith("indexed 2 of 2 notes in ")

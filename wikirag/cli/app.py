@@ -163,7 +163,7 @@ def cost_estimate(
     price_in: Annotated[float | None, typer.Option("--price-in", min=0, help="USD per 1M input tokens.")] = None,
     price_out: Annotated[float | None, typer.Option("--price-out", min=0, help="USD per 1M output tokens.")] = None,
     route: RouteOpt = None,
-    top: Annotated[int, typer.Option("--top", help="How many of the most expensive notes to list.")] = 10,
+    top: Annotated[int, typer.Option("--top", min=0, help="How many of the most expensive notes to list.")] = 10,
     as_json: JsonOpt = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="One row per note, for spreadsheets.")] = False,
 ) -> None:

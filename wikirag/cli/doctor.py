@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from wikirag.cli.render import counted
 from wikirag.errors import ConfigError, StoreMismatch, VaultNotFound
 from wikirag.index.ledger import Ledger
 from wikirag.index.rebuild import REBUILDING, rebuild_pending, rebuild_unfinished, rebuilding_writer
@@ -56,9 +57,10 @@ def _vault(config: WikiragConfig) -> tuple[Check, Vault | None]:
     seconds = time.perf_counter() - started
     problems = len(vault.issues) + sum(1 for n in vault.notes.values() if n.frontmatter_error)
     status: Status = "warn" if problems else "ok"
-    detail = f"{len(vault.notes)} notes, {len(vault.attachments)} attachments read in {seconds:.2f} s"
+    detail = (f"{counted(len(vault.notes), 'note')}, {counted(len(vault.attachments), 'attachment')} read in "
+              f"{seconds:.2f} s")
     if problems:
-        detail += f"; {problems} files with problems (`wikirag stats` lists them)"
+        detail += f"; {counted(problems, 'file')} with problems (`wikirag stats` lists them)"
     advice = scale_advice(config.storage, len(vault.notes))
     if advice:
         status, detail = "warn", f"{detail}; {advice}"
@@ -153,11 +155,11 @@ def _store(config: WikiragConfig) -> Check:
         return Check("store", "fail", problem)
     pending = sum(1 for e in ledger.notes.values() if e.status == "pending_extraction")
     unwritten = len(ledger.pending.chunk_notes & set(ledger.notes))  # listed by a run that stopped before writing
-    detail = f"{len(ledger.notes) - unwritten} notes indexed in {store.location}"
+    detail = f"{counted(len(ledger.notes) - unwritten, 'note')} indexed in {store.location}"
     if pending:
-        detail += f"; {pending} notes wait for LLM extraction"
+        detail += f"; {counted(pending, 'note')} wait{'s' if pending == 1 else ''} for LLM extraction"
     if not ledger.pending.empty():
-        left = f"{unwritten} notes unwritten" if unwritten else "writes unfinished"
+        left = f"{counted(unwritten, 'note')} unwritten" if unwritten else "writes unfinished"
         return Check("store", "warn", f"{detail}; an interrupted run left {left}: the next `wikirag index` "
                      "completes them")
     return Check("store", "ok", detail)

@@ -132,7 +132,7 @@ def watch(
     """
     import asyncio
 
-    from wikirag.cli.render import watch_lines, watch_status
+    from wikirag.cli.render import watch_lines, watch_start_line, watch_status
     from wikirag.index.signals import stop_on_signals
     from wikirag.index.watch import watch_vault
 
@@ -153,8 +153,7 @@ def watch(
                           transient=True) as live:  # the status line goes when watch stops
                     asyncio.run(watch_vault(
                         config, quiet_seconds=quiet_seconds, stop=stop,
-                        on_initial=lambda r: console.print(f"indexed {r.notes_indexed} of {r.notes_total} notes "
-                                                           f"in {r.seconds:.2f} s; watching for changes"),
+                        on_initial=lambda r: console.print(watch_start_line(r), markup=False),
                         on_batch=lambda b: (live.update(watch_status(b, str(vault), 0)),
                                             [console.print(line, markup=False) for line in watch_lines(b)]),
                         on_notice=lambda m: console.print(m, style="yellow", markup=False),

@@ -37,6 +37,11 @@ _OBEYED_IN_BLOCK = {c: v for c, v in _OBEYED.items() if chr(c) not in "\n\t"}
 _OBEYED.update({c: f"\\u{c:04x}" for c in (0x200B, 0x200E, 0x200F, 0x061C, 0x2060, 0xFEFF)})
 
 
+def counted(count: int, noun: str) -> str:
+    """A count and its noun, agreeing: "1 note", "2 notes", "1,200 notes"."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
 def shown(text: str, *, block: bool = False) -> str:
     """`text` as the terminal should show it: controls escaped (newlines and tabs kept in a `block`)."""
     return text.translate(_OBEYED_IN_BLOCK if block else _OBEYED)
@@ -160,7 +165,9 @@ def render_index_report(report: IndexReport, console: Console) -> None:
     parts += _listing("LLM names merged into known entities", report.entity_merges)
     parts += _listing("LLM entities dropped (not in the text)", report.entities_dropped)
     if report.notes_pending_extraction and not report.dry_run:
-        waiting = f"{report.notes_pending_extraction} notes are indexed from their links and wait for LLM extraction"
+        one = report.notes_pending_extraction == 1
+        waiting = (f"{counted(report.notes_pending_extraction, 'note')} {'is' if one else 'are'} indexed from "
+                   f"{'its' if one else 'their'} links and wait{'s' if one else ''} for LLM extraction")
         if report.llm_unavailable:
             then = ": run `wikirag index` again once the LLM can be reached (`wikirag doctor --check-llm` tests it)."
         elif report.notes_over_budget:
@@ -279,15 +286,23 @@ def watch_lines(batch: BatchReport) -> list[str]:
     return [shown(line) for line in failed + batch.issues]
 
 
+def watch_start_line(report: IndexReport) -> str:
+    """What `watch` says once its first run is done: what it indexed, or that nothing had changed."""
+    notes = counted(report.notes_total, "note")
+    if not (report.notes_indexed or report.notes_deleted):
+        return f"nothing changed in {notes} since the last run; watching for changes"
+    return f"indexed {report.notes_indexed:,} of {notes} in {report.seconds:.2f} s; watching for changes"
+
+
 def watch_status(batch: BatchReport | None, vault: str, pending: int) -> Text:
     if batch is None:
         return Text(f"watching {vault} — waiting for changes", style="dim")
     return Text(
-        f"watching {vault} — batch {batch.batch}: {batch.paths_touched} paths, "
+        f"watching {vault} — batch {batch.batch}: {counted(batch.paths_touched, 'path')}, "
         f"+{batch.notes_new} new ~{batch.notes_changed} changed -{batch.notes_deleted} deleted; "
         f"entities +{batch.entities_written}/-{batch.entities_deleted}, relations "
         f"+{batch.relations_written}/-{batch.relations_deleted} in {batch.seconds:.2f} s"
-        + (f"; {pending} pending events" if pending else "")
+        + (f"; {counted(pending, 'pending event')}" if pending else "")
     )
 
 
@@ -300,7 +315,7 @@ def _usd(value: float) -> str:
 
 def render_cost_estimate(estimate: CostEstimate, console: Console, top: int = 10) -> None:
     price = estimate.price
-    scenarios = Table(title=f"{estimate.note_count:,} notes · {estimate.model} "
+    scenarios = Table(title=f"{counted(estimate.note_count, 'note')} · {estimate.model} "
                             f"(${price.input}/M in, ${price.output}/M out; "
                             f"{'your prices' if price.source == 'command line' else estimate.prices_as_of})",
                       title_justify="left", box=None)
@@ -354,7 +369,8 @@ def render_cost_estimate(estimate: CostEstimate, console: Console, top: int = 10
                          overflow="fold")
     for c in estimate.top_notes(top):
         notes.add_row(Text(c.path), c.route, str(c.chunks), f"{c.input_tokens:,}", _usd(c.usd), Text(c.reason))
-    console.print(notes)
+    if top:  # --top 0: no list, not an empty table
+        console.print(notes)
 
 
 # --- search --------------------------------------------------------------------------------------
