@@ -123,7 +123,7 @@ def query(
         wikirag query "Who designed the Bombe?" -m hybrid
         wikirag query "cipher machines" -m naive --context-only --json
     """
-    from wikirag.cli.render import render_query_result
+    from wikirag.cli.render_retrieval import render_query_result
     from wikirag.query.retrieve import ask, find_vault
 
     try:

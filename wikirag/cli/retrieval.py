@@ -71,7 +71,7 @@ def search(
     if as_json:
         typer.echo(json.dumps(asdict(result), ensure_ascii=False, indent=2))
         return
-    from wikirag.cli.render import render_search_result
+    from wikirag.cli.render_retrieval import render_search_result
 
     render_search_result(result)
 
