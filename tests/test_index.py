@@ -632,3 +632,57 @@ def test_a_title_written_as_a_yaml_block_is_a_one_line_name(tmp_path):
     assert sorted(note_entity_names(Vault.load(vault).notes).values()) == ["Line one Line two", "tab here"]
     config, _ = index(vault, tmp_path / "store")
     assert set(snapshot(config)["nodes"]) == {"Line one Line two", "tab here"}
+
+
+def test_index_progress_counts_the_texts_embedded_and_a_log_gets_plain_lines(tmp_path, monkeypatch):
+    """A first index of a few hundred notes is one batch: its bar stood still for the minutes the embedding took,
+    and a log or a pipe (no bar) got nothing at all until the end."""
+    import asyncio
+
+    from typer.testing import CliRunner
+
+    import wikirag.cli.indexing as indexing
+    from tests.storekit import copy_vault
+    from wikirag.cli import app
+    from wikirag.index.live import EmbeddingProgress
+
+    class Counter:
+        texts = 5
+
+    seen: list[tuple[str, int, int]] = []
+    counter = Counter()
+    shown = EmbeddingProgress(lambda *a: seen.append(a), counter)
+    shown("index", 0, 40)
+    assert seen == [("index", 0, 40)]  # nothing embedded by this run yet
+
+    async def ticking() -> None:
+        task = asyncio.ensure_future(shown.tick(0.01))
+        await asyncio.sleep(0.05)
+        counter.texts = 130  # embedding goes on inside the batch: the line says so without a new call
+        await asyncio.sleep(0.05)
+        task.cancel()
+
+    asyncio.run(ticking())
+    assert seen[-1] == ("index · 125 texts embedded", 0, 40) and len(seen) == 2  # repeated once, when it moved
+
+    from lightrag.utils import EmbeddingFunc
+
+    from tests.storekit import HashEmbedding
+    from wikirag.lightrag import engine
+
+    def counted_hash(spec, counter, base_url=None):  # the hashing embedding, counted as the real one is
+        embed = HashEmbedding()
+
+        async def func(texts, **kwargs):
+            counter.calls, counter.texts = counter.calls + 1, counter.texts + len(texts)
+            return await embed(texts, **kwargs)
+
+        return EmbeddingFunc(embedding_dim=embed.func().embedding_dim, func=func, model_name="hash-test")
+
+    monkeypatch.setattr(engine, "make_embedding_func", counted_hash)
+    monkeypatch.setattr(indexing, "LOG_EVERY_SECONDS", 0.0)
+    vault = copy_vault(Path(__file__).resolve().parent.parent / "sample_vault", tmp_path / "vault")
+    result = CliRunner().invoke(app, ["index", str(vault)])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("[")]
+    assert lines[0] == "[0/1] scan" and any("texts embedded" in line for line in lines), lines

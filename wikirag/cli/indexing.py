@@ -4,6 +4,7 @@ only translate: arguments into a library call (index.run, index.watch), progress
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import asdict
 from typing import Annotated
 
@@ -28,6 +29,9 @@ from wikirag.cli.common import (
     stop_between_batches,
 )
 from wikirag.errors import VaultNotFound, WikiragError
+
+# Written to a log or a pipe (no progress bar there), a progress line at most this often
+LOG_EVERY_SECONDS = 15.0
 
 
 @app.command()
@@ -91,8 +95,13 @@ def index(
                                   disable=not console.is_terminal) as bar:  # no stray blank line in a log
                         task = bar.add_task("scanning", total=None)
 
+                        logged = [-LOG_EVERY_SECONDS]
+
                         def progress(stage: str, done: int, total: int) -> None:
                             bar.update(task, description=stage, completed=done, total=total)
+                            if not console.is_terminal and time.monotonic() - logged[0] >= LOG_EVERY_SECONDS:
+                                logged[0] = time.monotonic()  # a log or a pipe: a plain line now and then
+                                console.print(f"[{done}/{total}] {stage}", markup=False, highlight=False)
 
                         report = run_index(config, dry_run=dry_run, rebuild=rebuild, progress=progress,
                                            budget_usd=budget, batch=batch, drop_llm_cache=drop_llm_cache,

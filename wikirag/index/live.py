@@ -91,3 +91,29 @@ class LiveRun:
         if eta is not None:
             parts.append(f"ETA {_duration(eta)}")
         return " · ".join(parts)
+
+
+class EmbeddingProgress:
+    """A run's progress callback that also says how many texts were embedded so far, and says it again every
+    second while a batch embeds: a first index of a few hundred notes is one batch, and its bar stood still
+    for the minutes MiniLM took (a reviewer's 2,728 texts: 6 minutes at "0/325")."""
+
+    def __init__(self, progress: Any, counter: Any) -> None:
+        self.progress, self.counter, self.before = progress, counter, counter.texts
+        self.last: tuple[str, int, int] | None = None
+        self.shown = -1
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        self.last = (stage, done, total)
+        embedded = self.counter.texts - self.before
+        self.shown = embedded
+        self.progress(f"{stage} · {embedded:,} texts embedded" if embedded else stage, done, total)
+
+    async def tick(self, seconds: float = 1.0) -> None:
+        """Repeat the last line when the count moved (cancelled when the run ends)."""
+        import asyncio
+
+        while True:
+            await asyncio.sleep(seconds)
+            if self.last is not None and self.counter.texts - self.before != self.shown:
+                self(*self.last)

@@ -25,7 +25,7 @@ from wikirag.index.budget import VaultSubset, apply_budget
 from wikirag.index.derived import load_derived, save_derived
 from wikirag.index.ledger import Ledger
 from wikirag.index.lexical_sync import search_files_ready, sync_after_run
-from wikirag.index.live import LiveRun
+from wikirag.index.live import EmbeddingProgress, LiveRun
 from wikirag.index.manifest import drop_manifest, load_unchanged, save_manifest, stat_signature
 from wikirag.index.parsecache import load_parse_cache, save_parse_cache
 from wikirag.index.planning import DERIVATION_VERSION, Plan, plan_index, stable_digest
@@ -235,8 +235,13 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
             from wikirag.llm.batch import batch_api
 
             api = batch_api(hinting.llm_func)
-        await run_plan(StoreWriter(rag), ledger, plan, config, report, progress, hinting, live=live, batch=api,
-                       should_stop=should_stop)
+        shown = EmbeddingProgress(progress, counter)
+        ticker = asyncio.ensure_future(shown.tick())
+        try:
+            await run_plan(StoreWriter(rag), ledger, plan, config, report, shown, hinting, live=live, batch=api,
+                           should_stop=should_stop)
+        finally:
+            ticker.cancel()
         if not ledger.notes:  # no note to write (an empty vault): the head still records the store's model, so
             ledger.save()  # readers find an empty index rather than none
         usage_after = _usage(hinting)
