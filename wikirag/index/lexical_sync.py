@@ -82,8 +82,10 @@ async def sync_search_files(rag: Any, ledger: Any, workspace_dir: Path, last_run
     The index records each note's chunk digest as of its last sync: notes whose digest differs (`dirty`, or
     all without an `old` index) have their chunks read from LightRAG's store and tokenized again; the others
     keep their tokens, and the weights are recomputed from the arrays (index.bm25). A note with a chunk
-    missing from the store is recorded unsynced, so the next run tries again. `keys`: the ledger's `note_keys`
-    when the caller has them. Returns the store's record counts (index.search_rows.sync_rows).
+    missing from the store is recorded unsynced, so the next run tries again. The anchor text follows the
+    ledger's link relations the same way, by ledger row digest (index.anchors; `old` loaded with its pairs).
+    `keys`: the ledger's `note_keys` when the caller has them. Returns the store's record counts
+    (index.search_rows.sync_rows).
     """
     notes = ledger.notes
     keys = dict(keys) if keys is not None else note_keys(ledger)  # a copy: unsynced notes are blanked below
