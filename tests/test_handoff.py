@@ -168,7 +168,7 @@ def test_changed_on_disk_finds_what_no_event_told(vault, tmp_path):
 
 
 def test_the_settings_digest_leaves_the_store_to_decide_an_unnamed_local_model(tmp_path):
-    from wikirag.settings import follow_store_embedding
+    from wikirag.index.store_model import follow_store_embedding
 
     config = load_config(SAMPLE, store=tmp_path / "store")
     assert not config.embedding_model_given

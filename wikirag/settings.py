@@ -58,6 +58,8 @@ class IndexSettings:
     # Extract-routed notes (or sections) of at most this many tokens share one extraction call with their
     # folder neighbours, packed up to `chunk_token_size`; 0 sends each note on its own, as LightRAG would.
     pack_max_tokens: int = 300
+    # Read the template folders of Obsidian's Templates plugin and Templater too (vault/ignore.py leaves them out).
+    templates: bool = False
 
 
 @dataclass
@@ -178,7 +180,7 @@ class WikiragConfig:
     # Sections read by their own modules ([cost], [storage]), kept as written.
     sections: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Whether a setting (toml, environment, flag) named the embedding model; if none did, a store keeps the
-    # local model it was built with (follow_store_embedding).
+    # local model it was built with (index.store_model.follow_store_embedding).
     embedding_model_given: bool = True
     # Whether a setting named `[embedding] dim`: only then is the width asked of an OpenAI model (`dimensions`),
     # so a model whose width nobody set is called as before.
@@ -206,7 +208,9 @@ def _coerce(value: Any, current: Any, key: str, text: bool = False) -> Any:
     if isinstance(current, (bool, int, float)) and not isinstance(value, (str, int, float)):
         raise ConfigError(f"{key}: expected {type(current).__name__}, got {value!r}")
     if isinstance(current, bool) or not isinstance(current, (int, float)):
-        return value.strip().lower() in {"1", "true", "yes", "on"} if isinstance(current, bool) else value
+        if not isinstance(current, bool) or isinstance(value, bool):  # text, or a TOML true or false
+            return value
+        return str(value).strip().lower() in {"1", "true", "yes", "on"}  # an environment variable's text, or 1
     try:
         number = float(value) if isinstance(current, float) or isinstance(value, float) else int(value)
     except ValueError:
@@ -366,19 +370,6 @@ def _valid(patterns: list[str], origin: str) -> list[str]:
         except (ValueError, re.error) as exc:
             raise ConfigError(f"{origin} {pattern!r}: not a valid .gitignore pattern ({exc})") from None
     return patterns
-
-
-def follow_store_embedding(config: WikiragConfig, recorded: str | None) -> None:
-    """Use the local model a store was built with (`recorded`, its identity `local:<model>:<dim>`) when no
-    setting names a model. The default model changed once (MiniLM in float, then on int8 kernels): a store
-    built before must keep answering queries and taking edits with its own model, not stop every run with a
-    model-mismatch error or, worse, embed questions with another model than its vectors. A model named in a
-    setting is never overridden (a mismatch then stays an error that says how to rebuild)."""
-    if config.embedding_model_given or not recorded or not recorded.startswith("local:"):
-        return
-    model, _, dim = recorded.rpartition(":")
-    if model != config.embedding.model and dim.isdigit():
-        config.embedding = replace(config.embedding, model=model, dim=int(dim))
 
 
 def read_price_files(user_file: str | Path | None = None) -> list[tuple[dict[str, Any], str]]:

@@ -88,7 +88,7 @@ def _private_folder() -> str | None:
 def settings_digest(config: WikiragConfig) -> str:
     """A digest of everything that decides what an index run writes: the vault and store (as real paths), the
     exclusions and every setting. A local model no setting names is left out: the store decides it
-    (settings.follow_store_embedding), for the watch and for a run of its own alike. So are the database
+    (store_model.follow_store_embedding), for the watch and for a run of its own alike. So are the database
     password and the variable it came from (a secret, and not what is written), and the embedded server's
     folder and socket, which follow from the store and workspace (an absolute path, not a real one: a vault
     named through a symlink gave another digest)."""

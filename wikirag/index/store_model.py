@@ -1,7 +1,7 @@
 """What a store was built with and where it was written: index, query and doctor all embed with its embedding
 model, and a writer writes only where its ledger says the data is.
 
-A store keeps the local model it was built with unless a setting names another (settings.follow_store_embedding);
+A store keeps the local model it was built with unless a setting names another (follow_store_embedding);
 its ledger head records the model's identity (storage.ledger_store.recorded_embedding) and the other servers its
 storages were written to (StorageSettings.servers: NEO4J_URI, QDRANT_URL, ..., never a credential).
 """
@@ -9,13 +9,14 @@ storages were written to (StorageSettings.servers: NEO4J_URI, QDRANT_URL, ..., n
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from wikirag.errors import StoreMismatch
 from wikirag.index.rebuild import rebuild_pending, refuse_rebuilding, refuse_unfinished
 from wikirag.lightrag.embeddings import LOCAL_MODELS, MINILM_DIM
 from wikirag.lightrag.engine import embedding_spec
-from wikirag.settings import WikiragConfig, follow_store_embedding
+from wikirag.settings import WikiragConfig
 from wikirag.storage.ledger_store import recorded_meta
 from wikirag.storage.server_targets import DATABASE_VARS, target_form
 from wikirag.storage.settings import TARGET_VARS, StorageSettings, storage_family
@@ -117,3 +118,16 @@ def embedding_mismatch(recorded: str | None, current: str) -> str | None:
     keep = f'[embedding] model = "{model}"' + (f" and dim = {dim}" if dim != current_dim else "")
     return (said + f"run `wikirag index --rebuild` to re-embed, set {keep} to keep the store's model, "
             "or use another --store")
+
+
+def follow_store_embedding(config: WikiragConfig, recorded: str | None) -> None:
+    """Use the local model a store was built with (`recorded`, its identity `local:<model>:<dim>`) when no
+    setting names a model. The default model changed once (MiniLM in float, then on int8 kernels): a store
+    built before must keep answering queries and taking edits with its own model, not stop every run with a
+    model-mismatch error or, worse, embed questions with another model than its vectors. A model named in a
+    setting is never overridden (a mismatch then stays an error that says how to rebuild)."""
+    if config.embedding_model_given or not recorded or not recorded.startswith("local:"):
+        return
+    model, _, dim = recorded.rpartition(":")
+    if model != config.embedding.model and dim.isdigit():
+        config.embedding = replace(config.embedding, model=model, dim=int(dim))
