@@ -40,7 +40,7 @@ def mark(name):
 
 mark("imports")
 config = load_config(Path({vault!r}), store=Path({store!r}), config_file={config_file!r} and Path({config_file!r}))
-scan = run.scan_vault(config.vault, config.exclude, config.store)
+scan = run.scan_vault(config.vault, config.exclude, config.store, config.index.templates)
 run.stat_signature(scan)
 mark("scan")
 run.adopt_store_embedding(config)

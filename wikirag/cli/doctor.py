@@ -53,7 +53,7 @@ def _vault(config: WikiragConfig) -> tuple[Check, Vault | None]:
     if not config.vault.is_dir():
         return Check("vault", "fail", str(VaultNotFound.at(config.vault))), None
     started = time.perf_counter()
-    vault = Vault.load(config.vault, exclude=config.exclude, store=config.store)
+    vault = Vault.load(config.vault, exclude=config.exclude, store=config.store, templates=config.index.templates)
     seconds = time.perf_counter() - started
     problems = len(vault.issues) + sum(1 for n in vault.notes.values() if n.frontmatter_error)
     status: Status = "warn" if problems else "ok"
@@ -61,6 +61,10 @@ def _vault(config: WikiragConfig) -> tuple[Check, Vault | None]:
               f"{seconds:.2f} s")
     if problems:
         detail += f"; {counted(problems, 'file')} with problems (`wikirag stats` lists them)"
+    templates = [f"{folder}/" for folder in vault.rules.templates if (config.vault / folder).is_dir()]
+    if templates:  # Obsidian shows their notes: say once why they are not counted
+        detail += (f"; template folder{'s' * (len(templates) > 1)} {', '.join(templates)} left out "
+                   "(`[index] templates = true` in wikirag.toml reads templates too)")
     advice = scale_advice(config.storage, len(vault.notes))
     if advice:
         status, detail = "warn", f"{detail}; {advice}"

@@ -113,7 +113,8 @@ def plan_index(config: WikiragConfig, ledger: Ledger, vault: Vault | None = None
     cache = cache or {}
     vault = vault or Vault.load(config.vault, exclude=config.exclude,
                                 parsed={p: (d, n) for p, (d, n, _) in cache.items()},
-                                trusted=getattr(cache, "stats", None), scan=scan, restore=derived, store=config.store)
+                                trusted=getattr(cache, "stats", None), scan=scan, restore=derived, store=config.store,
+                                templates=config.index.templates)
     touched = vault.take_touched()
     if previous is not None and previous.vault is not vault:
         previous = None

@@ -27,7 +27,7 @@ def read_vault(config: WikiragConfig, exclude: Sequence[str] | None = None, cach
         cache = cache if cache is not None else load_parse_cache(config.workspace_dir, config.index.encoding)
         vault = Vault.load(config.vault, exclude=config.exclude if exclude is None else exclude,
                            parsed={p: (d, n) for p, (d, n, _) in cache.items()}, trusted=cache.stats, texts=texts,
-                           store=config.store)
+                           store=config.store, templates=config.index.templates)
         encoder = None
         tokens = {}
         for p, note in vault.notes.items():

@@ -138,7 +138,8 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
         check_batch(config.llm)
     scanned = None  # asked before the store opens (an embedded server starts): a run that finds nothing changed
     if vault is None and not rebuild:  # ends on the manifest alone, lock-free: writers drop it before writing
-        scanned = (scan := scan_vault(config.vault, config.exclude, config.store), stat_signature(scan))
+        scanned = (scan := scan_vault(config.vault, config.exclude, config.store, config.index.templates),
+                   stat_signature(scan))
         if _unchanged(config, _config_key(config), report, started, scanned[1]):
             return report
     if not rebuild:  # a store keeps the local model it was built with unless a setting names another, and is
@@ -176,7 +177,8 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
         config_key = _config_key(config)
         if vault is None:  # `wikirag index`: ask (again, now under the lock) whether anything can have changed
             if scanned is None:
-                scanned = (scan := scan_vault(config.vault, config.exclude, config.store), stat_signature(scan))
+                scanned = (scan := scan_vault(config.vault, config.exclude, config.store, config.index.templates),
+                           stat_signature(scan))
             scan, files = scanned
             if _unchanged(config, config_key, report, started, files):
                 return report
@@ -304,7 +306,9 @@ def _config_key(config: WikiragConfig) -> str:
     where: list[Any] = [storage.classes, storage.target if storage.uses_postgres else ""]  # no password in either
     if storage.servers:  # appended only when there are some: the key of a file or PostgreSQL store stays as it was
         where.append([list(pair) for pair in storage.servers])
-    return stable_digest([DERIVATION_VERSION, vars(config.index), vars(config.route), config.route_overrides,
+    # `templates` decides which files are read: the scan's stat signature says that (a store keeps its key)
+    index = {key: value for key, value in vars(config.index).items() if key != "templates"}
+    return stable_digest([DERIVATION_VERSION, index, vars(config.route), config.route_overrides,
                           config.llm.model, embedding_spec(config).identity, config.exclude, where])
 
 

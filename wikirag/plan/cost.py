@@ -312,7 +312,8 @@ def estimate_for_config(config: Any, values: Mapping[str, Any] | None = None, *,
     from wikirag.plan.routing import route_vault
     from wikirag.vault.model import Vault
 
-    vault = vault or Vault.load(config.vault, exclude=config.exclude, store=config.store)
+    vault = vault or Vault.load(config.vault, exclude=config.exclude, store=config.store,
+                                 templates=config.index.templates)
     figures = dict(figures or {})  # routing's per-note character figures: measured once for both policies
     memo = EstimateMemo()
     decisions = route_vault(vault, config.route, config.route_overrides, encoding=config.index.encoding,

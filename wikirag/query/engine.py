@@ -243,7 +243,8 @@ class WarmEngine:
         if not finished:
             return 0
         since = calendar.timegm(time.strptime(finished, "%Y-%m-%dT%H:%M:%SZ")) + 1
-        rules, _issues = IgnoreRules.for_vault(self.config.vault, self.config.exclude)
+        rules, _issues = IgnoreRules.for_vault(self.config.vault, self.config.exclude,
+                                              templates=self.config.index.templates)
         root = self.config.vault
         seen, count = set(), 0
         # A stack, not Path.rglob: in Python 3.11 it takes a call per folder, past the limit ~1,000 folders deep

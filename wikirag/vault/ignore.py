@@ -11,6 +11,10 @@
   segment, `**` crosses folders, `[...]` is a class. A pattern without "/" is tried against every segment
   (`Templates`, `*.excalidraw.md`); a pattern with "/" against the whole vault path (`drafts/**`,
   `**/private/*.md`). A leading "/" anchors at the root; `!pattern` takes a path back.
+- The template folder of Obsidian's core Templates plugin (`folder` in `.obsidian/templates.json`) and of Templater
+  (`templates_folder` in its `data.json`) is left out too: its notes are boilerplate, `{{date}}` and `<% tp.… %>`
+  in their links became entities. `[index] templates = true` reads them (`templates=True`). The daily and unique
+  note plugins name template files, not folders: their notes count as any other's.
 """
 
 from __future__ import annotations
@@ -27,6 +31,9 @@ import pathspec
 from wikirag.models import ReadIssue
 
 APP_JSON = ".obsidian/app.json"
+# Where Obsidian's template plugins keep their folder: (settings file, key)
+TEMPLATE_SETTINGS = ((".obsidian/templates.json", "folder"),
+                     (".obsidian/plugins/templater-obsidian/data.json", "templates_folder"))
 
 # Editor and OS droppings: swap, backup, temp and lock files. 4913: vim's write-permission probe file.
 _DROPPING_SUFFIXES = (".swp", ".swo", ".swx", ".tmp", ".temp", ".crdownload", ".part", "~", ".bak")
@@ -45,7 +52,7 @@ class IgnoreRules:
     """Decides, for a vault-relative POSIX path, whether wikirag reads it."""
 
     def __init__(self, exclude: Sequence[str] = (), obsidian_filters: Sequence[str] = (),
-                 store: Path | None = None) -> None:
+                 store: Path | None = None, templates: Sequence[str] = ()) -> None:
         # wikirag's store folder (its real path), which the scan never enters through a symlink either
         self.store = os.path.realpath(store) if store is not None else None
         patterns = [unicodedata.normalize("NFC", p.strip()) for p in exclude]
@@ -62,15 +69,18 @@ class IgnoreRules:
                     self.problems.append(f"Excluded files entry {entry!r} is no valid regex ({exc}); ignored")
             elif entry:
                 self.prefixes.append(unicodedata.normalize("NFC", entry))
+        self.templates = tuple(templates)  # the template folders left out (template_folders)
+        self.prefixes.extend(folder + "/" for folder in self.templates)
 
     def signature(self) -> tuple[object, ...]:
         """What the rules are made of: rules with equal signatures ignore the same paths."""
         return self.store, self.patterns, tuple(self.prefixes), tuple(r.pattern for r in self.regexes)
 
     @classmethod
-    def for_vault(cls, root: Path, exclude: Sequence[str] = (),
-                  store: Path | None = None) -> tuple[IgnoreRules, list[ReadIssue]]:
-        """Rules from `--exclude` plus the vault's `.obsidian/app.json`; problems come back as issues.
+    def for_vault(cls, root: Path, exclude: Sequence[str] = (), store: Path | None = None,
+                  templates: bool = False) -> tuple[IgnoreRules, list[ReadIssue]]:
+        """Rules from `--exclude` plus the vault's `.obsidian/app.json` and template folders (unless `templates`:
+        then they are read); problems come back as issues.
         `store` is wikirag's store folder: hidden when it lies in the vault, but a symlink may lead into it."""
         filters: list[str] = []
         issues: list[ReadIssue] = []
@@ -85,10 +95,11 @@ class IgnoreRules:
                                                       f"{type(raw).__name__}, not a list; not applied"))
             except (OSError, ValueError, AttributeError) as exc:
                 issues.append(ReadIssue(APP_JSON, f"unreadable, Excluded files not applied ({exc})"))
-        rules = cls(exclude, filters, store)
+        folders, problems = template_folders(root) if not templates else ([], [])
+        rules = cls(exclude, filters, store, folders)
         if rules.problems:  # one file, one line
             issues.append(ReadIssue(APP_JSON, "; ".join(rules.problems)))
-        return rules, issues
+        return rules, issues + problems
 
     def folder_ignored(self, rel: str) -> bool:
         """True when nothing under folder `rel` can be read (lets the scan skip the whole folder)."""
@@ -113,3 +124,29 @@ class IgnoreRules:
 
     def _globbed(self, rel: str, as_path: str) -> bool:
         return self.globs is not None and (self.globs.match_file(as_path) or self.globs.match_file(rel))
+
+
+def template_folders(root: Path) -> tuple[list[str], list[ReadIssue]]:
+    """The vault paths of the template folders Obsidian's Templates plugin and Templater are set to, slashes
+    around them dropped ("/Templates/" is "Templates"); none for a blank setting or the vault root. A folder that
+    is not there leaves nothing out. A settings file that cannot be read is one issue, and its templates are read
+    as notes."""
+    folders: list[str] = []
+    issues: list[ReadIssue] = []
+    for rel, key in TEMPLATE_SETTINGS:
+        settings = root / rel  # through a symlinked `.obsidian` too
+        if not settings.is_file():
+            continue
+        try:
+            value = json.loads(settings.read_text(encoding="utf-8-sig")).get(key)
+        except (OSError, ValueError, AttributeError) as exc:
+            issues.append(ReadIssue(rel, f"unreadable, its template folder is not left out ({exc})"))
+            continue
+        if value is not None and not isinstance(value, str):
+            issues.append(ReadIssue(rel, f"{key} is a JSON {type(value).__name__}, not a folder; not left out"))
+            continue
+        parts = unicodedata.normalize("NFC", (value or "").strip()).split("/")
+        folder = "/".join(part for part in parts if part not in ("", "."))
+        if folder and folder not in folders:
+            folders.append(folder)
+    return folders, issues

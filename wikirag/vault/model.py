@@ -93,7 +93,7 @@ class Vault:
 
     @classmethod
     def load(cls, root: Path, exclude: Sequence[str] = (), *, max_bytes: int = MAX_NOTE_BYTES,
-             parsed: Mapping[str, tuple[str, ParsedNote]] | None = None,
+             parsed: Mapping[str, tuple[str, ParsedNote]] | None = None, templates: bool = False,
              trusted: Mapping[str, tuple[int, int]] | None = None, scan: ScanResult | None = None,
              texts: dict[str, str] | None = None, restore: Any = None, store: Path | None = None) -> Vault:
         """Scan, read, parse and resolve a whole vault. Raises VaultNotFound when `root` is no folder.
@@ -104,14 +104,14 @@ class Vault:
         vouches that the stat data is not racy). `scan` is a `scan_vault` result of the same folder and
         `exclude`, to walk the vault once. `texts`, when given, receives the text of each note read without
         problems (cost-estimate prices stock LightRAG on the files as read, without reading them again).
-        `store` is wikirag's store folder (scan_vault).
+        `store` is wikirag's store folder, `templates` whether the template folders are read (scan_vault).
         `restore` (index.derived) offers resolutions saved by an earlier run: when its `paths_digest` equals
         this vault's, `restore.outgoing(path, digest, note)` gives a note's (link, Resolution) pairs or None,
         and a note it gives them for is not resolved again (nor `touched`): a link's resolution depends only
         on its text, its note's path and the set of paths."""
         root = Path(root)
         VaultNotFound.unless_folder(root)
-        rules, issues = IgnoreRules.for_vault(root, exclude, store)
+        rules, issues = IgnoreRules.for_vault(root, exclude, store, templates)
         vault = cls(root, rules, max_bytes)
         trusted = trusted or {}
         with cyclic_gc_paused():

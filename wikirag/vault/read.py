@@ -131,16 +131,17 @@ class ReadResult:
     unreadable: bool = False  # the file is there but could not be opened or read (not a file skipped on purpose)
 
 
-def scan_vault(root: Path, exclude: Sequence[str] = (), store: Path | None = None) -> ScanResult:
+def scan_vault(root: Path, exclude: Sequence[str] = (), store: Path | None = None,
+               templates: bool = False) -> ScanResult:
     """List the vault's notes (`.md`, any case) and attachments, sorted by path.
 
-    Skips dot-files and dot-folders, Obsidian's Excluded files and the `exclude` globs (see
-    `wikirag.ignore`). Symlinks inside the vault are followed once (cycles guarded, real folders win);
-    symlinks that lead outside it (or into wikirag's `store`) are not followed and are reported.
+    Skips dot-files and dot-folders, Obsidian's Excluded files, the `exclude` globs and, unless `templates`, the
+    template folders (see `wikirag.vault.ignore`). Symlinks inside the vault are followed once (cycles guarded,
+    real folders win); symlinks that lead outside it (or into wikirag's `store`) are not followed and are reported.
     """
     root = Path(root)
     VaultNotFound.unless_folder(root)
-    rules, issues = IgnoreRules.for_vault(root, exclude, store)
+    rules, issues = IgnoreRules.for_vault(root, exclude, store, templates)
     result = scan_files(root, rules)
     result.issues[:0] = issues
     return result
