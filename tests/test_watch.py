@@ -593,6 +593,39 @@ def test_excluded_files_in_a_symlinked_obsidian_folder_are_followed(vault, tmp_p
     assert watched == fresh_snapshot(vault, tmp_path / "fresh")
 
 
+def test_a_template_folder_set_in_obsidian_ends_as_a_fresh_index(vault, tmp_path):
+    """The core Templates plugin keeps its folder in .obsidian/templates.json: setting it leaves that folder's notes
+    out (vault/ignore.py), so the watcher reads the vault whole with the new rules, as for Excluded files."""
+    with Watcher(vault, tmp_path / "store") as watcher:
+        assert any(p.startswith("projects/") for p in ledger_doc(watcher.config.workspace_dir)["notes"])
+        (vault / ".obsidian" / "templates.json").write_text(json.dumps({"folder": "projects/"}))
+        watcher.settle()
+        watched = snapshot(watcher.config)
+    assert not any(path.startswith("projects/") for path in ledger_doc(watcher.config.workspace_dir)["notes"])
+    assert watched == fresh_snapshot(vault, tmp_path / "fresh")
+
+
+def test_templaters_folder_in_a_symlinked_obsidian_folder_is_followed(vault, tmp_path):
+    """Templater keeps its folder in .obsidian/plugins/templater-obsidian/data.json, a subfolder the watch of a
+    symlinked `.obsidian` (not recursive) did not see: the watch follows that folder too."""
+    settings = tmp_path / "shared-obsidian"
+    shutil.copytree(vault / ".obsidian", settings)
+    shutil.rmtree(vault / ".obsidian")
+    data_json = settings / "plugins" / "templater-obsidian" / "data.json"
+    data_json.parent.mkdir(parents=True)
+    data_json.write_text(json.dumps({"templates_folder": "projects"}))
+    (vault / ".obsidian").symlink_to(settings, target_is_directory=True)
+    with Watcher(vault, tmp_path / "store") as watcher:
+        notes = ledger_doc(watcher.config.workspace_dir)["notes"]
+        assert any(p.startswith("daily/") for p in notes) and not any(p.startswith("projects/") for p in notes)
+        data_json.write_text(json.dumps({"templates_folder": "daily"}))
+        watcher.settle()
+        watched = snapshot(watcher.config)
+    notes = ledger_doc(watcher.config.workspace_dir)["notes"]
+    assert not any(p.startswith("daily/") for p in notes) and any(p.startswith("projects/") for p in notes)
+    assert watched == fresh_snapshot(vault, tmp_path / "fresh")
+
+
 def _reads_of_the_next_index(config, monkeypatch) -> list[str]:
     """The notes a `wikirag index` after the watch reads from disk (the others it takes from the parse cache)."""
     import wikirag.vault.model as model

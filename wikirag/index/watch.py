@@ -109,13 +109,15 @@ async def watch_vault(
             collector.reading()
             read = None
             try:
-                read = Vault.load(config.vault, exclude=config.exclude, store=config.store)
+                read = Vault.load(config.vault, exclude=config.exclude, store=config.store,
+                                  templates=config.index.templates)
             finally:
                 collector.follow(read.symlinks if read is not None else vault.symlinks)
             return read
 
         try:
-            vault = Vault.load(config.vault, exclude=config.exclude, store=config.store)
+            vault = Vault.load(config.vault, exclude=config.exclude, store=config.store,
+                               templates=config.index.templates)
             collector.follow(vault.symlinks)
             counter = engine_kwargs.pop("embedding_counter", None) or EmbeddingCounter()
             hinting = hinting_llm(config, engine_kwargs.pop("llm_func", None))
@@ -171,9 +173,9 @@ async def watch_vault(
                         root, rescan = now, True
                     handed = handoff.take()  # an `index` handed over: a batch now, of everything that changed
                     quiet = 0 if handed else quiet_seconds
-                    if collector.take_settings_touched(quiet) and rules_changed(
-                            vault, IgnoreRules.for_vault(config.vault, config.exclude, config.store)[0]):
-                        rescan = True  # Obsidian's Excluded files changed: read the vault whole with the new ones
+                    if collector.take_settings_touched(quiet) and rules_changed(vault, IgnoreRules.for_vault(
+                            config.vault, config.exclude, config.store, config.index.templates)[0]):
+                        rescan = True  # Excluded files or template folders changed: read the vault whole anew
                     reals = collector.drain_if_quiet(quiet)
                     if reals and collector.take_rewatch():  # before the batch reads the folder that arrived
                         rescan = watches.again() or rescan
@@ -186,7 +188,8 @@ async def watch_vault(
                     try:
                         whole = rescan or reread or relinked or len(paths) > FULL_RESCAN_ABOVE
                         if handed and not whole:  # what the events have not told yet, by a stat scan
-                            on_disk, whole = changed_on_disk(vault, config.exclude, config.store)
+                            on_disk, whole = changed_on_disk(vault, config.exclude, config.store,
+                                                                 config.index.templates)
                             paths |= on_disk
                         # Until the vault is current: a failure part-way through the paths (or the read) leaves
                         # it partly updated and the retry's batch names none of them, so the retry reads whole.

@@ -15,7 +15,7 @@ from typing import Any
 
 from watchdog.events import FileSystemEventHandler
 
-from wikirag.vault.ignore import APP_JSON, IgnoreRules, dropping
+from wikirag.vault.ignore import APP_JSON, TEMPLATE_SETTINGS, IgnoreRules, dropping
 from wikirag.vault.model import Vault
 from wikirag.vault.on_disk import Listings, nfc, walk_folders
 from wikirag.vault.read import read_note, scan_files
@@ -52,16 +52,18 @@ class EventCollector(FileSystemEventHandler):
         # While the vault is read, events that touch nothing through the symlinks known so far are held: the
         # read may find a link that reads them (the first read finds every link; a read made for a new link).
         self._held: list[str] | None = []
-        # Obsidian's Excluded files: in a dot-folder no note is read from, yet they decide which notes count.
-        # Where `.obsidian` is a symlink, its target's events name the target's path (follow_settings).
-        self._app_json = os.path.join(self.root, *APP_JSON.split("/"))
-        self._app_jsons = {self._app_json}
+        # Obsidian's Excluded files and template folders: in a dot-folder no note is read from, yet they decide
+        # which notes count. Where `.obsidian` is a symlink, its target's events name the target's path
+        # (follow_settings). A settings file's folder counts too: `.obsidian` or a plugin's moved in or away.
+        self._own = [os.path.join(self.root, *rel.split("/")) for rel in SETTINGS_FILES]
+        self._settings = {*self._own, *map(os.path.dirname, self._own)}
         self._settings_touched = False
 
     def follow_settings(self, folder: str | None) -> None:
-        """Take the app.json of `folder`, the target of a symlinked `.obsidian` (settings_folder), as the vault's:
-        its events name the target's path."""
-        self._app_jsons = {self._app_json, *([os.path.join(folder, "app.json")] if folder else [])}
+        """Take the settings files of `folder`, the target of a symlinked `.obsidian` (settings_folder), as the
+        vault's: their events name the target's path."""
+        files = [*self._own, *(os.path.join(folder, *rel.split("/")[1:]) for rel in SETTINGS_FILES if folder)]
+        self._settings = {*files, *map(os.path.dirname, files)}
 
     def touched(self, reals: Iterable[str], symlinks: Symlinks) -> tuple[set[str], bool]:
         """The vault paths (as on disk) that events at `reals` touch, their own and those of the links that read
@@ -91,7 +93,7 @@ class EventCollector(FileSystemEventHandler):
                     self._folder_left = True
                 elif self._folder_left and self._matters(reals[0], self._symlinks):
                     self._rewatch = True
-        if any(real in self._app_jsons or real == os.path.dirname(self._app_json) for real in reals):
+        if any(real in self._settings for real in reals):
             with self._lock:
                 self._settings_touched = True
                 self.last_event = time.monotonic()  # taken once the vault is quiet, as a note's change is
@@ -136,9 +138,10 @@ class EventCollector(FileSystemEventHandler):
             return reals
 
     def take_settings_touched(self, quiet_seconds: float) -> bool:
-        """Whether `.obsidian/app.json` (or its folder) changed since the last call, once no event came for
-        `quiet_seconds`: a `git checkout` removes it and writes it back among its notes, and a vault read whole
-        in between would index the Excluded files' notes, to remove them again at the next batch."""
+        """Whether `.obsidian/app.json` or a template plugin's settings (or their folders) changed since the last
+        call, once no event came for `quiet_seconds`: a `git checkout` removes them and writes them back among its
+        notes, and a vault read whole in between would index the Excluded files' notes, to remove them again at
+        the next batch."""
         with self._lock:
             if not self._settings_touched or time.monotonic() - self.last_event < quiet_seconds:
                 return False
@@ -165,10 +168,14 @@ class EventCollector(FileSystemEventHandler):
             return len(self._reals)
 
 
+# The files in `.obsidian` that decide which notes count (vault/ignore.py)
+SETTINGS_FILES = (APP_JSON, *(rel for rel, _key in TEMPLATE_SETTINGS))
+
+
 def settings_folder(root: Path) -> str | None:
     """The real folder of the vault's `.obsidian` where it is a symlink to a folder outside the vault: the
-    vault's recursive watch does not follow the link, so `watch` watches that folder too (not its subfolders)
-    for edits of app.json. None where `.obsidian` is a folder of the vault's own, or no folder."""
+    vault's recursive watch does not follow the link, so `watch` watches that folder too (not its subfolders but
+    Templater's) for edits of SETTINGS_FILES. None where `.obsidian` is a folder of the vault's own, or no folder."""
     link = root / APP_JSON.split("/")[0]
     if not link.is_symlink() or not link.is_dir():
         return None
@@ -274,12 +281,13 @@ def still_as_read(vault: Vault, path: str) -> bool:
     return not read.issues and read.digest == vault.digests.get(path)
 
 
-def changed_on_disk(vault: Vault, exclude: Sequence[str], store: Path) -> tuple[set[str], bool]:
+def changed_on_disk(vault: Vault, exclude: Sequence[str], store: Path,
+                    templates: bool = False) -> tuple[set[str], bool]:
     """The vault paths whose files differ from what `vault` holds, by a stat scan of the whole vault (no file
     read): notes whose size or mtime changed since they were last scanned, notes and attachments come or gone.
     True instead when the vault must be read whole: its symlinks, unreadable folders or ignore rules changed.
     The scan's stat data becomes the vault's."""
-    rules, _issues = IgnoreRules.for_vault(vault.root, exclude, store)
+    rules, _issues = IgnoreRules.for_vault(vault.root, exclude, store, templates)
     scan = scan_files(vault.root, rules)
     if rules_changed(vault, rules) or scan.symlinks != vault.symlinks or scan.unreadable != vault.unreadable:
         return set(), True
@@ -293,6 +301,7 @@ def changed_on_disk(vault: Vault, exclude: Sequence[str], store: Path) -> tuple[
 
 
 def rules_changed(vault: Vault, rules: IgnoreRules) -> bool:
-    """Whether `rules` (made now, from `--exclude` and `.obsidian/app.json`) ignore other paths than those the
-    vault was read with: then which notes count is the whole vault's to say, and it is read whole."""
+    """Whether `rules` (made now, from `--exclude`, `.obsidian/app.json` and the template settings) ignore other
+    paths than those the vault was read with: then which notes count is the whole vault's to say, and it is read
+    whole."""
     return rules.signature() != vault.rules.signature()

@@ -5,6 +5,7 @@ vault path, a recursion limit for deep vaults, quiet for its two messages that a
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import time
 import warnings
@@ -13,7 +14,7 @@ from typing import Any
 
 from watchdog.observers import Observer
 
-from wikirag.index.watch_events import EventCollector, settings_folder
+from wikirag.index.watch_events import SETTINGS_FILES, EventCollector, settings_folder
 
 
 def _watching(collector: EventCollector, vault: Path) -> Any:
@@ -77,7 +78,8 @@ class Watches:
 
 def _schedule(observer: Any, collector: EventCollector, vault: Path) -> None:
     """Watch the vault folder, and `.obsidian` too when it is a symlink out of the vault (its app.json holds
-    the Excluded files, and the vault's recursive watch does not follow the link)."""
+    the Excluded files, its templates.json and Templater's data.json the template folders, and the vault's
+    recursive watch does not follow the link)."""
     _room_for_deep_walks()
     # The absolute path: watchdog's inotify tree dropped every subfolder of a relative root such as "."
     # ("Path b'./people' is not under watched root b'.'"), so `wikirag watch .` missed their saves.
@@ -85,6 +87,10 @@ def _schedule(observer: Any, collector: EventCollector, vault: Path) -> None:
     settings = settings_folder(vault)
     if settings is not None:
         observer.schedule(collector, settings, recursive=False)
+        for rel in SETTINGS_FILES:  # Templater's folder, where it is there
+            folder = os.path.dirname(os.path.join(settings, *rel.split("/")[1:]))
+            if folder != settings and os.path.isdir(folder):
+                observer.schedule(collector, folder, recursive=False)
     collector.follow_settings(settings)  # the same folder: a replaced vault's link may point elsewhere
 
 
