@@ -113,7 +113,7 @@ async def test_every_tool_over_stdio(built_vault):
         assert status["notes"] == len(indexed) and status["lexical_index"] is True
         assert status["indexed"] + status["pending_extraction"] + status["failed"] == len(indexed)
         assert status["vault"] == str(built_vault.resolve()) and status["last_run"]["finished_at"]
-        assert status["stale_notes"] == 0 and status["watching"] is False
+        assert status["stale_notes"] == 0 and status["watching"] is False and status["unfinished"] is None
 
         # bad arguments and unknown notes: error results, the server lives on
         for name, args, needle in [

@@ -289,6 +289,13 @@ def test_an_interrupted_index_is_named_by_query_search_and_doctor(tmp_path, fast
     shown = runner.invoke(app, ["search", "Bombe", "--vault", str(config.vault), "-m", "lexical"],
                           env={"COLUMNS": "200"})
     assert line in shown.output
+    from wikirag.query.engine import WarmEngine
+
+    async def status():
+        async with WarmEngine(config) as engine:
+            return engine.status()
+
+    assert line in (asyncio.run(status()).unfinished or "")  # what MCP's status tool returns
     doctor = runner.invoke(app, ["doctor", str(config.vault)], env={"COLUMNS": "300"})
     assert f"{len(ledger.notes) - 3} notes indexed" in doctor.output and "left 3 notes unwritten" in doctor.output
     completed = runner.invoke(app, ["index", str(config.vault)])  # completes the run: the line goes

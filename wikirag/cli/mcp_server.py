@@ -60,7 +60,13 @@ NoteOut = output_model(NoteText, "NoteOut", next_offset="call again with offset 
                        "null: the content reaches the end of the note")
 LinkOut = output_model(Link, "LinkOut", origin="link: from wikilinks/frontmatter; llm: extracted")
 NeighboursOut = output_model(Neighbours, "NeighboursOut", types={"links": list[LinkOut], "backlinks": list[LinkOut]})
-StatusOut = output_model(StoreStatus, "StatusOut", stale_notes="notes changed in the vault since the last run")
+StatusOut = output_model(
+    StoreStatus, "StatusOut", stale_notes="notes changed in the vault since the last run",
+    notes="notes in the index: indexed, pending_extraction, failed (and any a running index is extracting)",
+    unfinished="set when the last index run stopped before writing everything (the next `wikirag index` ends it)",
+    indexed="notes done: their links written and, where routed to the LLM, extracted",
+    pending_extraction="notes written from their links that wait for LLM extraction (no LLM, or not yet run)",
+    failed="notes whose LLM extraction failed (their links are written; the next run tries again)")
 
 
 class Fact(BaseModel):

@@ -17,7 +17,7 @@ from typing import Any
 from wikirag.errors import QueryFailed, StoreNotFound
 from wikirag.index.lexical import LEXICAL_FILENAME, NAMES_FILENAME, LexicalIndex, load_index
 from wikirag.index.store_model import adopt_store_embedding
-from wikirag.query.notes import NoteTable, obsidian_uri, read_note_table
+from wikirag.query.notes import NoteTable, obsidian_uri, read_note_table, unfinished_index
 from wikirag.query.search import SearchResult, search_notes
 from wikirag.settings import WikiragConfig
 from wikirag.vault.links import is_note
@@ -74,6 +74,7 @@ class StoreStatus:
     last_run: dict[str, Any]
     stale_notes: int  # notes changed in the vault since the last run finished
     watching: bool
+    unfinished: str | None = None  # query.notes.unfinished_index: an interrupted run's writes are owed
 
 
 class WarmEngine:
@@ -233,6 +234,7 @@ class WarmEngine:
             chunks=sum(int(n.get("chunks", 0)) for n in notes.notes.values()),
             lexical_index=self._lexical is not None, last_run=last,
             stale_notes=self._stale(last, notes), watching=self.watching,
+            unfinished=unfinished_index(self.config),
         )
 
     def _stale(self, last: dict[str, Any], notes: NoteTable) -> int:
