@@ -686,3 +686,6 @@ def test_index_progress_counts_the_texts_embedded_and_a_log_gets_plain_lines(tmp
     assert result.exit_code == 0, result.output
     lines = [line for line in result.output.splitlines() if line.startswith("[")]
     assert lines[0] == "[0/1] scan" and any("texts embedded" in line for line in lines), lines
+    monkeypatch.setattr(indexing, "LOG_EVERY_SECONDS", 60.0)  # a run shorter than that: no progress line
+    quick = CliRunner().invoke(app, ["index", str(vault), "--rebuild"])
+    assert quick.exit_code == 0 and not [line for line in quick.output.splitlines() if line.startswith("[")]

@@ -95,7 +95,7 @@ def index(
                                   disable=not console.is_terminal) as bar:  # no stray blank line in a log
                         task = bar.add_task("scanning", total=None)
 
-                        logged = [-LOG_EVERY_SECONDS]
+                        logged = [time.monotonic()]  # a run shorter than that prints no progress line
 
                         def progress(stage: str, done: int, total: int) -> None:
                             bar.update(task, description=stage, completed=done, total=total)
