@@ -291,8 +291,12 @@ def _unchanged(config: WikiragConfig, config_key: str, report: IndexReport, star
     shared = config.storage.uses_postgres and not config.storage.embedded  # a server other machines may write to
     if shared and REBUILDING in (recorded_meta(config.storage, config.workspace_dir, config.workspace) or {}):
         return False  # another machine's rebuild was cut short in the shared ledger: this run finishes it
-    if unfinished_writes(config.storage, config.workspace_dir, config.workspace) is not None:
-        return False  # a run (another machine's, on a shared ledger) stopped before its writes: this one ends them
+    # Writes a ledger head owes (a run on another machine, on a shared ledger; a store copied mid-run): this run
+    # ends them. Not asked of the embedded server, which reading the head would start: on one machine the
+    # manifest is dropped before any write, so a run cut short leaves none to trust.
+    owed = shared or not config.storage.uses_postgres
+    if owed and unfinished_writes(config.storage, config.workspace_dir, config.workspace) is not None:
+        return False
     vars(report).update(figures, notes_unchanged=figures["notes_total"] - figures["notes_skipped"],
                         seconds=round(time.perf_counter() - started, 3))
     return True
