@@ -59,6 +59,13 @@ def test_with_an_llm_the_answer_comes_with_its_sources(store):
         assert source.obsidian_uri == f"obsidian://open?vault={quote(store.vault.name, safe='')}&file={file}"
 
 
+def test_bypass_answers_without_citing_notes_it_never_read(store):
+    """Bypass sends the question straight to the LLM: no retrieval, so no sources (BM25 and the names used to
+    rank some into the answer's sources)."""
+    result = ask(store, "Who designed the Bombe?", mode="bypass", llm_func=FakeLLM())
+    assert result.answer and result.sources == [] and not result.chunks
+
+
 def test_streaming_hands_each_piece_to_the_caller(store):
     pieces: list[str] = []
 

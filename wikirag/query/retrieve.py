@@ -264,7 +264,7 @@ async def query_store(
                 raise QueryFailed("the LLM returned no answer")
     paths = _source_paths(data, notes)
     found_by: list[list[str]] = [["lightrag"] for _ in paths]
-    if fusion:
+    if fusion and mode != "bypass":  # bypass retrieves nothing: its answer cites no note
         from wikirag.index.lexical import load_index
         from wikirag.query.search import fused_sources
 
