@@ -117,6 +117,19 @@ def test_human_output_and_stream_before_any_token(vault, llm_env):
         assert result.stderr.startswith("Warning: the LLM failed") and result.stderr.count("\n") == 1
 
 
+def test_on_a_terminal_the_reason_is_said_once(vault, llm_env, monkeypatch):
+    """stdout's "No answer generated: …" already says it on a terminal: the stderr warning is for scripts."""
+    import importlib
+    import types
+
+    cli_app = importlib.import_module("wikirag.cli.app")  # the module (wikirag.cli's `app` is the Typer app)
+    llm_env(closed_port_url())
+    monkeypatch.setattr(cli_app, "sys", types.SimpleNamespace(stdout=types.SimpleNamespace(isatty=lambda: True)))
+    result = query(vault)
+    assert result.exit_code == ANSWER_FAILED and "No answer generated: the LLM failed" in result.stdout
+    assert result.stderr == ""
+
+
 def test_a_stream_cut_part_way_keeps_the_text_and_says_so(vault, llm_env):
     with FakeAPI(stream_chunk=4) as api:
         api.stream_cut_after = 3

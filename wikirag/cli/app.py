@@ -4,6 +4,7 @@ rendering and an exit code."""
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
@@ -146,8 +147,12 @@ def query(
         if on_token:
             typer.echo()
         render_query_result(result, Console(), answer_streamed=on_token is not None)
-    if result.answer_failed:  # on stderr too: a script reading stdout (or the JSON) still learns it
-        typer.echo(f"Warning: {result.no_answer_reason}", err=True)
+    if result.answer_failed:
+        # on stderr too, so that a script reading stdout (or the JSON) learns it; not twice on one terminal,
+        # where "No answer generated: …" already said it (a stream cut part way did not)
+        shown = not as_json and result.answer is None and sys.stdout.isatty()
+        if not shown:
+            typer.echo(f"Warning: {result.no_answer_reason}", err=True)
         raise typer.Exit(ANSWER_FAILED)
 
 
