@@ -169,6 +169,7 @@ def test_cli_query_prints_fused_sources_and_no_fusion_lightrags(sample_store, fa
                                          ("data_engineering_wiki", CORPUS / "data-engineering-wiki"),
                                          ("data_engineering_wiki_2", CORPUS / "data-engineering-wiki"),
                                          ("obsidian_tasks_docs", CORPUS / "obsidian-tasks-docs"),
+                                         ("obsidian_tasks_docs_2", CORPUS / "obsidian-tasks-docs"),
                                          ("mathwiki", CORPUS / "mathwiki"),
                                          ("oldwinter_cards", CORPUS / "oldwinter-cards")])
 def test_benchmark_questions_point_at_existing_notes(name, vault):
