@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
 sys.path.insert(0, str(ROOT))
 
-from fusion_sweep import MODES, load_set, score  # noqa: E402
+from fusion_sweep import MODES, add_set_options, each_set, load_set, score  # noqa: E402
 
 from wikirag.index.lexical import tokenize  # noqa: E402
 from wikirag.query.ranking import FUSION, Fusion, fuse, note_rankings  # noqa: E402
@@ -133,17 +133,14 @@ def tune(data: dict[str, Any], rows: list) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--set", nargs=3, action="append", metavar=("NAME", "VAULT", "QUESTIONS"), required=True)
-    parser.add_argument("--store", action="append", default=[], help="NAME=DIR: the store of that set")
+    add_set_options(parser)
     parser.add_argument("--tune", help="the set to choose a rule on (prints the oracle and the best rules)")
     parser.add_argument("--rule", help="FEATURE,THRESHOLD,LIGHTRAG,GRAPH instead of RULE (a diagnostic)")
-    parser.add_argument("--cache", type=Path)
     args = parser.parse_args()
     started, cpu = time.perf_counter(), time.process_time()
-    stores = dict(s.split("=", 1) for s in args.store)
     print(f"  {'recall@5/MRR':30}" + "".join(f"{c:>14}" for c in COLUMNS))
-    for name, vault, qfile in args.set:
-        data = load_set(Path(vault), Path(stores[name]) if name in stores else None, Path(qfile), args.cache)
+    for name, vault, store, qfile in each_set(args):
+        data = load_set(vault, store, qfile, args.cache)
         rows = prepare(data)
         if name == args.tune:
             tune(data, rows)

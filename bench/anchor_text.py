@@ -27,7 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.fusion_sweep import MODES, load_set, score  # noqa: E402
+from bench.fusion_sweep import MODES, add_set_options, each_set, load_set, score  # noqa: E402
 from wikirag.query.ranking import FUSION, Fusion, fuse, note_rankings  # noqa: E402
 
 WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.5)
@@ -58,15 +58,12 @@ def figures(data: dict[str, Any], fusion: Fusion) -> dict[str, tuple[float, floa
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--set", nargs=3, action="append", metavar=("NAME", "VAULT", "QUESTIONS"), required=True)
-    parser.add_argument("--store", action="append", default=[], help="NAME=DIR: the store of that set")
+    add_set_options(parser)
     parser.add_argument("--tune", action="append", default=[], help="a set the variant is chosen on")
-    parser.add_argument("--cache", type=Path)
     args = parser.parse_args()
-    stores = dict(s.split("=", 1) for s in args.store)
     sets = {}
-    for name, vault, qfile in args.set:
-        data = load_set(Path(vault), Path(stores[name]) if name in stores else None, Path(qfile), args.cache)
+    for name, vault, store, qfile in each_set(args):
+        data = load_set(vault, store, qfile, args.cache)
         if data["lexical"].anchors is None:
             raise SystemExit(f"{name}: the store has no anchor text; run `wikirag index` on it with this wikirag")
         sets[name] = data

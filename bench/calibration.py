@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
 sys.path.insert(0, str(ROOT))
 
-from fusion_sweep import MODES, evaluate, load_set, score  # noqa: E402
+from fusion_sweep import MODES, add_set_options, each_set, evaluate, load_set, score  # noqa: E402
 from pseudo_queries import calibrate  # noqa: E402
 
 from wikirag.query.engine import WarmEngine  # noqa: E402
@@ -48,17 +48,13 @@ async def calibration_of(vault: Path, store: Path | None) -> tuple[dict, float, 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--set", nargs=3, action="append", metavar=("NAME", "VAULT", "QUESTIONS"), required=True)
-    parser.add_argument("--store", action="append", default=[], help="NAME=DIR: the store of that set")
-    parser.add_argument("--cache", type=Path)
+    add_set_options(parser)
     args = parser.parse_args()
     started, cpu = time.perf_counter(), time.process_time()
-    stores = dict(s.split("=", 1) for s in args.store)
     cols = (*MODES, "search")
-    for name, vault, qfile in args.set:
-        store = Path(stores[name]) if name in stores else None
-        data = load_set(Path(vault), store, Path(qfile), args.cache)
-        cal, wall, ccpu = asyncio.run(calibration_of(Path(vault), store))
+    for name, vault, store, qfile in each_set(args):
+        data = load_set(vault, store, qfile, args.cache)
+        cal, wall, ccpu = asyncio.run(calibration_of(vault, store))
         print(f"\n{name} ({len(data['questions'])} questions); calibration on {cal['sample']} pseudo-queries "
               f"({wall:.1f} s wall, {ccpu:.1f} s CPU): signal MRR {cal['signal_mrr']}, fused MRR by LightRAG "
               f"weight {cal['fused_mrr']} -> weights {cal['weights']}")

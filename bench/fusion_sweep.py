@@ -25,6 +25,7 @@ import pickle
 import statistics
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -153,18 +154,29 @@ def table(rows: dict[str, dict[str, tuple[float, float]]]) -> None:
         print(f"  {name:28}" + "".join(f"{figures[c][0]:8.3f}/{figures[c][1]:.2f}" for c in cols))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_set_options(parser: argparse.ArgumentParser) -> None:
+    """--set NAME VAULT QUESTIONS (repeated), --store NAME=DIR and --cache DIR: what every question-set bench takes."""
     parser.add_argument("--set", nargs=3, action="append", metavar=("NAME", "VAULT", "QUESTIONS"), required=True)
     parser.add_argument("--store", action="append", default=[], help="NAME=DIR: the store of that set")
-    parser.add_argument("--holdout", action="append", default=[], help="a set never used for choosing")
     parser.add_argument("--cache", type=Path)
-    args = parser.parse_args()
+
+
+def each_set(args: argparse.Namespace) -> Iterator[tuple[str, Path, Path | None, Path]]:
+    """(name, vault, store or None, questions file) per --set, its store from --store NAME=DIR."""
     stores = dict(s.split("=", 1) for s in args.store)
-    sets = {}
     for name, vault, qfile in args.set:
+        yield name, Path(vault), Path(stores[name]) if name in stores else None, Path(qfile)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_set_options(parser)
+    parser.add_argument("--holdout", action="append", default=[], help="a set never used for choosing")
+    args = parser.parse_args()
+    sets = {}
+    for name, vault, store, qfile in each_set(args):
         started = time.perf_counter()
-        sets[name] = load_set(Path(vault), Path(stores[name]) if name in stores else None, Path(qfile), args.cache)
+        sets[name] = load_set(vault, store, qfile, args.cache)
         print(f"{name}: {len(sets[name]['questions'])} questions ({time.perf_counter() - started:.0f} s)")
     grid = candidates()
     print(f"{len(grid)} candidates; figures are recall@5/MRR")

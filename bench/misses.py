@@ -24,7 +24,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.fusion_sweep import MODES, load_set, score  # noqa: E402
+from bench.fusion_sweep import MODES, add_set_options, each_set, load_set, score  # noqa: E402
 from wikirag.query.ranking import fuse, note_rankings  # noqa: E402
 from wikirag.query.search import fused_sources  # noqa: E402
 
@@ -72,16 +72,13 @@ def report(name: str, data: dict[str, Any], show_all: bool) -> dict[str, tuple[f
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--set", nargs=3, action="append", metavar=("NAME", "VAULT", "QUESTIONS"), required=True)
-    parser.add_argument("--store", action="append", default=[], help="NAME=DIR: the store of that set")
-    parser.add_argument("--cache", type=Path)
+    add_set_options(parser)
     parser.add_argument("--all", action="store_true", help="show every question, not only those with a miss")
     args = parser.parse_args()
-    stores = dict(s.split("=", 1) for s in args.store)
     rows = {}
-    for name, vault, qfile in args.set:
+    for name, vault, store, qfile in each_set(args):
         started, cpu = time.perf_counter(), time.process_time()
-        data = load_set(Path(vault), Path(stores[name]) if name in stores else None, Path(qfile), args.cache)
+        data = load_set(vault, store, qfile, args.cache)
         rows[name] = report(name, data, args.all)
         print(f"\n{name}: {time.perf_counter() - started:.1f} s wall, {time.process_time() - cpu:.1f} s CPU, "
               f"load {os.getloadavg()[0]:.1f}")

@@ -44,7 +44,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.fusion_sweep import load_set, score  # noqa: E402
+from bench.fusion_sweep import add_set_options, each_set, load_set, score  # noqa: E402
 from wikirag.query.ranking import FUSION, Fusion, fuse, note_rankings  # noqa: E402
 from wikirag.settings import load_config  # noqa: E402
 
@@ -176,10 +176,8 @@ def variants(data: dict[str, Any]) -> dict[str, list[list[str]]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--set", nargs=3, action="append", metavar=("NAME", "VAULT", "QUESTIONS"), required=True)
-    parser.add_argument("--store", action="append", default=[], help="NAME=DIR: the store of that set")
+    add_set_options(parser)
     parser.add_argument("--tune", action="append", default=[], help="a set the weights are chosen on")
-    parser.add_argument("--cache", type=Path)
     parser.add_argument("--model", default="e5")
     parser.add_argument("--unit", choices=("chunk", "para"), default="para")
     parser.add_argument("--engine", type=Path, help="a folder to put on sys.path first (the model's package)")
@@ -189,15 +187,13 @@ def main() -> None:
         sys.path.insert(0, str(args.engine))
     if args.cache:
         args.cache.mkdir(parents=True, exist_ok=True)
-    stores = dict(s.split("=", 1) for s in args.store)
     started = time.perf_counter()
     model = Model(args.model)
     print(f"model {model.version} loaded in {time.perf_counter() - started:.2f} s; unit {args.unit}")
     sets: dict[str, dict[str, Any]] = {}
-    for name, vault, qfile in args.set:
-        store = Path(stores[name]) if name in stores else None
-        data = load_set(Path(vault), store, Path(qfile), args.cache)
-        workspace = load_config(Path(vault), store=store).workspace_dir
+    for name, vault, store, qfile in each_set(args):
+        data = load_set(vault, store, qfile, args.cache)
+        workspace = load_config(vault, store=store).workspace_dir
         texts, paths = passages_of(data, workspace, args.unit)
         vectors, spent = embed_passages(model, texts, args.cache)
         timings, dense = [], []
