@@ -138,8 +138,7 @@ async def index_vault(config: WikiragConfig, *, dry_run: bool = False, rebuild: 
         check_batch(config.llm)
     scanned = None  # asked before the store opens (an embedded server starts): a run that finds nothing changed
     if vault is None and not rebuild:  # ends on the manifest alone, lock-free: writers drop it before writing
-        scanned = (scan := scan_vault(config.vault, config.exclude, config.store, config.index.templates),
-                   stat_signature(scan))
+        scanned = _scanned(config)
         if _unchanged(config, _config_key(config), report, started, scanned[1]):
             return report
     if not rebuild:  # a store keeps the local model it was built with unless a setting names another, and is
@@ -177,8 +176,7 @@ async def _index(config: WikiragConfig, report: IndexReport, started: float, pro
         config_key = _config_key(config)
         if vault is None:  # `wikirag index`: ask (again, now under the lock) whether anything can have changed
             if scanned is None:
-                scanned = (scan := scan_vault(config.vault, config.exclude, config.store, config.index.templates),
-                           stat_signature(scan))
+                scanned = _scanned(config)
             scan, files = scanned
             if _unchanged(config, config_key, report, started, files):
                 return report
@@ -280,6 +278,12 @@ def _refresh_statistics(config: WikiragConfig) -> None:
 
 _MANIFEST_FIELDS = ("notes_total", "notes_skipped", "notes_failed", "notes_pending_extraction", "entities",
                     "relations", "chunks", "issues")
+
+
+def _scanned(config: WikiragConfig) -> tuple[Any, dict[str, Any]]:
+    """The vault's files as the scan finds them, and their stat signature (what the manifest compares)."""
+    scan = scan_vault(config.vault, config.exclude, config.store, config.index.templates)
+    return scan, stat_signature(scan)
 
 
 def _unchanged(config: WikiragConfig, config_key: str, report: IndexReport, started: float,
